@@ -1,0 +1,77 @@
+"""The cell contract every recurrent cell in the zoo follows.
+
+A cell knows one step of a recurrence. It separates what depends only on the
+input (``project_input``, run once for all time steps in one matmul) from what
+depends on the state (``step``, the only code inside the time loop). The
+``Recurrent`` layer in :mod:`lit_rnncells.nn.recurrent` runs any cell over time.
+
+States are a tensor of shape ``(batch, ...)`` or a tuple of such tensors (for
+example LSTM's ``(h, c)``); every leaf has the batch on its first dimension so
+the layer can mask padded steps and stack layers without knowing the cell.
+"""
+from __future__ import annotations
+
+from typing import Callable, Optional, Tuple, Union
+
+import torch
+from torch import Tensor, nn
+
+State = Union[Tensor, Tuple[Tensor, ...]]
+"""A cell's recurrent state: one tensor or a tuple of tensors, batch first."""
+
+
+def check_positive(**sizes: int) -> None:
+    """Raise one clear ``ValueError`` if any named size is not a positive integer."""
+    for name, value in sizes.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}; set it to 1 or more.")
+
+
+class RecurrentCell(nn.Module):
+    """Base class of every cell: one step of a recurrence, input maps hoisted.
+
+    Subclasses call ``super().__init__(input_size, hidden_size)`` first and
+    implement :meth:`project_input` and :meth:`step`. Cells whose state is not
+    a single hidden tensor override :meth:`initial_state` and :meth:`output`.
+
+    Cells with an auxiliary loss (MZU's zone disagreement) set
+    ``has_aux_loss = True`` and implement :meth:`step_with_aux`, which returns
+    the per-example loss of that step; the layer averages it over real
+    (non-padded) tokens and hands it to the task explicitly.
+    """
+
+    has_aux_loss: bool = False
+
+    def __init__(self, input_size: int, hidden_size: int) -> None:
+        super().__init__()
+        check_positive(input_size=input_size, hidden_size=hidden_size)
+        self.input_size = input_size
+        self.hidden_size = hidden_size
+
+    def project_input(self, x: Tensor) -> Tensor:
+        """Every affine map of the input alone: ``(..., T, input_size) -> (..., T, P)``."""
+        raise NotImplementedError
+
+    def step(self, x_proj_t: Tensor, state: State) -> State:
+        """One step of the recurrence given the projected input ``(B, P)`` of this step."""
+        raise NotImplementedError
+
+    def step_with_aux(self, x_proj_t: Tensor, state: State) -> Tuple[State, Optional[Tensor]]:
+        """Like :meth:`step`, also returning a per-example auxiliary loss ``(B,)`` or ``None``."""
+        return self.step(x_proj_t, state), None
+
+    def initial_state(self, batch_size: int, *, device: torch.device | None = None,
+                      dtype: torch.dtype | None = None) -> State:
+        """The zero state for a batch."""
+        return torch.zeros(batch_size, self.hidden_size, device=device, dtype=dtype)
+
+    def output(self, state: State) -> Tensor:
+        """The hidden vector ``(B, hidden_size)`` the layer emits for a state."""
+        return state  # type: ignore[return-value]
+
+    def extra_repr(self) -> str:
+        return f"{self.input_size}, {self.hidden_size}"
+
+
+CellFactory = Callable[[int, int], RecurrentCell]
+"""Builds a cell from ``(input_size, hidden_size)``; any cell class is one."""

@@ -1,0 +1,123 @@
+"""Classic cells: Elman (tanh) RNN, GRU, LSTM and MGU.
+
+Parameter names and gate orders of Elman, GRU and LSTM follow torch.nn.RNN /
+GRU / LSTM (``weight_ih``, ``weight_hh``, ``bias_ih``, ``bias_hh``), so weights
+copy across one to one.
+"""
+from __future__ import annotations
+
+import math
+from typing import Tuple
+
+import torch
+from torch import Tensor, nn
+from torch.nn import functional as F
+
+from .base import RecurrentCell
+from .registry import register_cell
+
+
+class AffineCell(RecurrentCell):
+    """A cell with one input map ``(G*H, I)`` and one state map ``(G*H, H)``, initialised
+    like torch.nn.GRU: every weight and bias uniform in ±1/sqrt(H)."""
+
+    gates: int = 1
+
+    def __init__(self, input_size: int, hidden_size: int) -> None:
+        super().__init__(input_size, hidden_size)
+        g = self.gates * hidden_size
+        self.weight_ih = nn.Parameter(torch.empty(g, input_size))
+        self.weight_hh = nn.Parameter(torch.empty(g, hidden_size))
+        self.bias_ih = nn.Parameter(torch.empty(g))
+        self.bias_hh = nn.Parameter(torch.empty(g))
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        bound = 1.0 / math.sqrt(self.hidden_size)
+        for p in self.parameters():
+            nn.init.uniform_(p, -bound, bound)
+
+    def project_input(self, x: Tensor) -> Tensor:
+        return F.linear(x, self.weight_ih, self.bias_ih)
+
+
+@register_cell()
+class Elman(AffineCell):
+    """Elman (tanh) RNN: h' = tanh(W_ih x + b_ih + W_hh h + b_hh)."""
+
+    gates = 1
+
+    def project_input(self, x: Tensor) -> Tensor:
+        return F.linear(x, self.weight_ih, self.bias_ih + self.bias_hh)
+
+    def step(self, x_proj_t: Tensor, state: Tensor) -> Tensor:
+        return torch.tanh(torch.addmm(x_proj_t, state, self.weight_hh.t()))
+
+
+@register_cell()
+class GRU(AffineCell):
+    """Gated recurrent unit, exactly torch.nn.GRU's equations (Cho et al., 2014):
+
+    r = σ(W_ir x + b_ir + W_hr h + b_hr), z = σ(W_iz x + b_iz + W_hz h + b_hz),
+    n = tanh(W_in x + b_in + r ⊙ (W_hn h + b_hn)), h' = (1 − z) ⊙ n + z ⊙ h.
+    """
+
+    gates = 3
+
+    def step(self, x_proj_t: Tensor, state: Tensor) -> Tensor:
+        h = self.hidden_size
+        gh = F.linear(state, self.weight_hh, self.bias_hh)
+        rz = torch.sigmoid(x_proj_t[:, : 2 * h] + gh[:, : 2 * h])
+        r, z = rz[:, :h], rz[:, h:]
+        n = torch.tanh(torch.addcmul(x_proj_t[:, 2 * h:], r, gh[:, 2 * h:]))
+        return torch.addcmul(n, z, state - n)
+
+
+@register_cell()
+class LSTM(AffineCell):
+    """Long short-term memory, exactly torch.nn.LSTM's equations (gate order i, f, g, o):
+
+    c' = f ⊙ c + i ⊙ g, h' = o ⊙ tanh(c'). The state is ``(h, c)``.
+    """
+
+    gates = 4
+
+    def project_input(self, x: Tensor) -> Tensor:
+        return F.linear(x, self.weight_ih, self.bias_ih + self.bias_hh)
+
+    def initial_state(self, batch_size: int, *, device=None, dtype=None) -> Tuple[Tensor, Tensor]:
+        zeros = torch.zeros(batch_size, self.hidden_size, device=device, dtype=dtype)
+        return zeros, zeros.clone()
+
+    def step(self, x_proj_t: Tensor, state: Tuple[Tensor, Tensor]) -> Tuple[Tensor, Tensor]:
+        h_prev, c_prev = state
+        h = self.hidden_size
+        gates = torch.addmm(x_proj_t, h_prev, self.weight_hh.t())
+        sig = torch.sigmoid(gates)
+        i, f, o = sig[:, :h], sig[:, h: 2 * h], sig[:, 3 * h:]
+        g = torch.tanh(gates[:, 2 * h: 3 * h])
+        c = torch.addcmul(f * c_prev, i, g)
+        return o * torch.tanh(c), c
+
+    def output(self, state: Tuple[Tensor, Tensor]) -> Tensor:
+        return state[0]
+
+
+@register_cell()
+class MGU(AffineCell):
+    """Minimal gated unit (Zhou et al., 2016):
+
+    f = σ(W_f [x, h] + b_f), h~ = tanh(W_h [x, f ⊙ h] + b_h), h' = (1 − f) ⊙ h + f ⊙ h~.
+    ``weight_ih`` stacks the x-parts of W_f and W_h; ``weight_hh`` their h-parts.
+    """
+
+    gates = 2
+
+    def project_input(self, x: Tensor) -> Tensor:
+        return F.linear(x, self.weight_ih, self.bias_ih + self.bias_hh)
+
+    def step(self, x_proj_t: Tensor, state: Tensor) -> Tensor:
+        h = self.hidden_size
+        f = torch.sigmoid(torch.addmm(x_proj_t[:, :h], state, self.weight_hh[:h].t()))
+        cand = torch.tanh(torch.addmm(x_proj_t[:, h:], f * state, self.weight_hh[h:].t()))
+        return torch.addcmul(state, f, cand - state)

@@ -1,0 +1,56 @@
+"""A registry of cells by name, so configs and users can list and build them."""
+from __future__ import annotations
+
+import difflib
+from typing import Any, Callable, Dict, List, Type, TypeVar
+
+from .base import RecurrentCell
+
+_CELLS: Dict[str, Type[RecurrentCell]] = {}
+
+C = TypeVar("C", bound=Type[RecurrentCell])
+
+
+def _key(name: str) -> str:
+    return name.lower().replace("-", "").replace("_", "")
+
+
+def register_cell(name: str | None = None) -> Callable[[C], C]:
+    """Class decorator adding a cell to the registry under ``name`` (default: class name).
+
+    Look-ups ignore case, ``-`` and ``_``: ``"cap_mzu"``, ``"CapMZU"`` and
+    ``"capmzu"`` name the same cell.
+    """
+
+    def decorate(cls: C) -> C:
+        if not (isinstance(cls, type) and issubclass(cls, RecurrentCell)):
+            raise TypeError(f"register_cell expects a RecurrentCell subclass, got {cls!r}.")
+        key = _key(name or cls.__name__)
+        if key in _CELLS and _CELLS[key] is not cls:
+            raise ValueError(f"A cell named {name or cls.__name__!r} is already registered "
+                             f"({_CELLS[key].__module__}.{_CELLS[key].__qualname__}); pick another name.")
+        _CELLS[key] = cls
+        return cls
+
+    return decorate
+
+
+def available_cells() -> List[str]:
+    """Registered cell class names, sorted."""
+    return sorted({cls.__name__ for cls in _CELLS.values()})
+
+
+def get_cell(name: str) -> Type[RecurrentCell]:
+    """The cell class registered as ``name``; a clear error lists the known ones."""
+    try:
+        return _CELLS[_key(name)]
+    except KeyError:
+        known = available_cells()
+        close = difflib.get_close_matches(name, known, n=1)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        raise KeyError(f"Unknown cell {name!r}.{hint} Known cells: {', '.join(known)}.") from None
+
+
+def build_cell(name: str, input_size: int, hidden_size: int, **options: Any) -> RecurrentCell:
+    """Build a registered cell by name: ``build_cell("gru", 128, 256)``."""
+    return get_cell(name)(input_size, hidden_size, **options)

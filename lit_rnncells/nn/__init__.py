@@ -1,0 +1,4 @@
+"""Network parts the tasks share."""
+from .recurrent import Recurrent
+
+__all__ = ["Recurrent"]

@@ -1,0 +1,212 @@
+"""``Recurrent``: runs any cell over time with the torch.nn.GRU / LSTM interface."""
+from __future__ import annotations
+
+from typing import List, Optional, Sequence, Tuple, Union
+
+import torch
+from torch import Tensor, nn
+from torch.nn import functional as F
+
+from ..cells.base import CellFactory, RecurrentCell, State, check_positive
+from ..cells.registry import get_cell
+
+
+def map_state(fn, *states: State) -> State:
+    """Apply ``fn`` leaf-wise over one or more states of the same structure."""
+    if isinstance(states[0], tuple):
+        return tuple(map_state(fn, *leaves) for leaves in zip(*states))
+    return fn(*states)
+
+
+def _where_state(mask: Tensor, new: State, old: State) -> State:
+    """Keep ``old`` where ``mask`` (B,) is False; leaves have the batch first."""
+
+    def pick(n: Tensor, o: Tensor) -> Tensor:
+        return torch.where(mask.view(-1, *([1] * (n.dim() - 1))), n, o)
+
+    return map_state(pick, new, old)
+
+
+def _reverse_index(lengths: Tensor, steps: int) -> Tensor:
+    """(T, B) time index that reverses each sequence within its own length."""
+    t = torch.arange(steps, device=lengths.device).unsqueeze(1)
+    rev = lengths.unsqueeze(0) - 1 - t
+    return torch.where(rev >= 0, rev, t)
+
+
+def _gather_time(x: Tensor, index: Tensor) -> Tensor:
+    """x (T, B, ...) reordered along time by index (T, B)."""
+    return x.gather(0, index.view(*index.shape, *([1] * (x.dim() - 2))).expand_as(x))
+
+
+def run_cell(cell: RecurrentCell, x: Tensor, state: State, mask: Optional[Tensor] = None,
+             want_aux: bool = False) -> Tuple[Tensor, State, Optional[Tensor]]:
+    """Run one cell over a time-major input ``(T, B, input_size)``.
+
+    ``mask`` (T, B) marks real steps; a padded step leaves the state untouched.
+    Returns the outputs ``(T, B, H)`` (zero at padded steps), the final state,
+    and the summed auxiliary loss over real steps (``None`` unless ``want_aux``
+    and the cell has one).
+    """
+    x_proj = cell.project_input(x)
+    use_aux = want_aux and cell.has_aux_loss
+    outputs: List[Tensor] = []
+    aux_total: Optional[Tensor] = None
+    step_fn = cell.step_with_aux if use_aux else None
+    for t, x_t in enumerate(x_proj.unbind(0)):
+        if step_fn is not None:
+            new_state, aux_t = step_fn(x_t, state)
+        else:
+            new_state, aux_t = cell.step(x_t, state), None
+        if mask is not None:
+            new_state = _where_state(mask[t], new_state, state)
+            if aux_t is not None:
+                aux_t = aux_t * mask[t].to(aux_t.dtype)
+        state = new_state
+        outputs.append(cell.output(state))
+        if aux_t is not None:
+            aux_total = aux_t.sum() if aux_total is None else aux_total + aux_t.sum()
+    if outputs:
+        out = torch.stack(outputs)
+    else:
+        out = x.new_zeros(0, x.shape[1], cell.hidden_size)
+    if mask is not None and outputs:
+        out = out * mask.unsqueeze(-1).to(out.dtype)
+    return out, state, aux_total
+
+
+class Recurrent(nn.Module):
+    """A multi-layer, optionally bidirectional recurrent layer around any cell.
+
+    Mirrors torch.nn.GRU: ``forward(x, state=None, lengths=None)`` returns
+    ``(output, state)`` with output ``(B, T, D*H)`` when ``batch_first`` else
+    ``(T, B, D*H)``, and state ``(L*D, B, H)`` (each leaf of a tuple state,
+    e.g. LSTM's ``(h, c)``, stacked the same way). ``lengths`` (B,) marks real
+    steps: padded steps leave the state untouched and give zero outputs, and the
+    backward direction reverses each sequence within its own length.
+
+    ``cell`` is a cell factory ``(input_size, hidden_size) -> RecurrentCell``
+    (any cell class, or a ``functools.partial`` of one) or a registered name.
+    With ``return_aux=True`` the forward also returns the auxiliary loss of the
+    cells (mean over real tokens, summed over layers and directions; zero when
+    no cell has one), which tasks add to their loss.
+    """
+
+    def __init__(self, cell: Union[CellFactory, str], input_size: int, hidden_size: int,
+                 num_layers: int = 1, bidirectional: bool = False, dropout: float = 0.0,
+                 batch_first: bool = False) -> None:
+        super().__init__()
+        check_positive(input_size=input_size, hidden_size=hidden_size, num_layers=num_layers)
+        if not 0.0 <= dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {dropout}.")
+        factory = get_cell(cell) if isinstance(cell, str) else cell
+        self.input_size = input_size
+        self.hidden_size = hidden_size
+        self.num_layers = num_layers
+        self.bidirectional = bidirectional
+        self.num_directions = 2 if bidirectional else 1
+        self.dropout = dropout
+        self.batch_first = batch_first
+        cells = []
+        for layer in range(num_layers):
+            layer_input = input_size if layer == 0 else hidden_size * self.num_directions
+            for _ in range(self.num_directions):
+                built = factory(layer_input, hidden_size)
+                if not isinstance(built, RecurrentCell):
+                    raise TypeError(f"The cell factory returned {type(built).__name__}, not a RecurrentCell; "
+                                    "pass a cell class from lit_rnncells.cells or a factory building one.")
+                cells.append(built)
+        self.cells = nn.ModuleList(cells)
+
+    @property
+    def has_aux_loss(self) -> bool:
+        return any(c.has_aux_loss for c in self.cells)
+
+    def cell(self, layer: int = 0, direction: int = 0) -> RecurrentCell:
+        """The cell of one layer and direction (0 forward, 1 backward)."""
+        return self.cells[layer * self.num_directions + direction]  # type: ignore[return-value]
+
+    def initial_state(self, batch_size: int, *, device=None, dtype=None) -> State:
+        """The stacked zero state ``(L*D, B, ...)`` for a batch."""
+        return self._stack([c.initial_state(batch_size, device=device, dtype=dtype) for c in self.cells])
+
+    @staticmethod
+    def _stack(states: Sequence[State]) -> State:
+        return map_state(lambda *leaves: torch.stack(leaves), *states)
+
+    def _unstack(self, state: State) -> List[State]:
+        n = len(self.cells)
+
+        def leaf(i: int):
+            return lambda s: s[i]
+
+        def check(s: Tensor) -> Tensor:
+            if s.shape[0] != n:
+                raise ValueError(f"The initial state has {s.shape[0]} entries on dim 0 but this layer needs "
+                                 f"num_layers * num_directions = {n}.")
+            return s
+
+        map_state(check, state)
+        return [map_state(leaf(i), state) for i in range(n)]
+
+    def forward(self, x: Tensor, state: Optional[State] = None, lengths: Optional[Tensor] = None,
+                *, return_aux: bool = False):
+        if x.dim() != 3 or x.shape[-1] != self.input_size:
+            raise ValueError(f"Recurrent expects input of shape ({'B, T' if self.batch_first else 'T, B'}, "
+                             f"{self.input_size}), got {tuple(x.shape)}.")
+        if self.batch_first:
+            x = x.transpose(0, 1)
+        steps, batch = x.shape[0], x.shape[1]
+        mask = None
+        if lengths is not None:
+            lengths = torch.as_tensor(lengths, device=x.device)
+            if lengths.shape != (batch,):
+                raise ValueError(f"lengths must have shape ({batch},), got {tuple(lengths.shape)}.")
+            if bool((lengths < 0).any()) or bool((lengths > steps).any()):
+                raise ValueError(f"lengths must lie in [0, {steps}] (the padded length).")
+            mask = torch.arange(steps, device=x.device).unsqueeze(1) < lengths.unsqueeze(0)
+            if bool(mask.all()):
+                mask = None
+        if state is None:
+            states = [c.initial_state(batch, device=x.device, dtype=x.dtype) for c in self.cells]
+        else:
+            states = self._unstack(state)
+        rev_index = None
+        if self.bidirectional and lengths is not None and mask is not None:
+            rev_index = _reverse_index(lengths, steps)
+        final: List[State] = []
+        aux_total = x.new_zeros(())
+        layer_input = x
+        for layer in range(self.num_layers):
+            outs = []
+            for direction in range(self.num_directions):
+                i = layer * self.num_directions + direction
+                cell = self.cells[i]
+                inp = layer_input
+                if direction == 1:
+                    inp = inp.flip(0) if rev_index is None else _gather_time(inp, rev_index)
+                    dmask = None if mask is None else mask  # reversed within length: real steps come first
+                else:
+                    dmask = mask
+                out, st, aux = run_cell(cell, inp, states[i], dmask, want_aux=return_aux)
+                if direction == 1:
+                    out = out.flip(0) if rev_index is None else _gather_time(out, rev_index)
+                outs.append(out)
+                final.append(st)
+                if aux is not None:
+                    aux_total = aux_total + aux
+            layer_input = outs[0] if len(outs) == 1 else torch.cat(outs, dim=-1)
+            if self.dropout > 0 and self.training and layer < self.num_layers - 1:
+                layer_input = F.dropout(layer_input, self.dropout, training=True)
+        output = layer_input.transpose(0, 1) if self.batch_first else layer_input
+        stacked = self._stack(final)
+        if not return_aux:
+            return output, stacked
+        if self.has_aux_loss:
+            tokens = mask.sum() if mask is not None else torch.tensor(steps * batch, device=x.device)
+            aux_total = aux_total / tokens.clamp_min(1).to(aux_total.dtype)
+        return output, stacked, aux_total
+
+    def extra_repr(self) -> str:
+        return (f"{self.input_size}, {self.hidden_size}, num_layers={self.num_layers}, "
+                f"bidirectional={self.bidirectional}, dropout={self.dropout}, batch_first={self.batch_first}")

@@ -1,0 +1,40 @@
+"""The table of cells the contract test runs: every registered cell must appear.
+
+Cells constructible as ``Cell(input_size, hidden_size)`` are covered by their
+registered name automatically; cells that need options (wrappers, variants)
+add an entry to ``EXTRA_CASES`` mapping a readable id to a cell factory.
+"""
+from __future__ import annotations
+
+import inspect
+from functools import partial
+from typing import Callable, Dict
+
+from lit_rnncells.cells import RecurrentCell, available_cells, get_cell
+
+EXTRA_CASES: Dict[str, Callable[[int, int], RecurrentCell]] = {
+    "MuFuRU(keep,replace)": partial(get_cell("MuFuRU"), ops=("keep", "replace")),
+}
+
+
+def _needs_options(cls: type) -> bool:
+    params = list(inspect.signature(cls.__init__).parameters.values())[3:]
+    return any(p.default is inspect.Parameter.empty and p.kind is not p.VAR_KEYWORD for p in params)
+
+
+def cell_cases() -> Dict[str, Callable[[int, int], RecurrentCell]]:
+    cases: Dict[str, Callable[[int, int], RecurrentCell]] = {}
+    for name in available_cells():
+        cls = get_cell(name)
+        if not _needs_options(cls):
+            cases[name] = cls
+    cases.update(EXTRA_CASES)
+    return cases
+
+
+def uncovered_cells() -> list[str]:
+    """Registered cells that no case builds (must be empty)."""
+    built = set()
+    for factory in cell_cases().values():
+        built.add(type(factory(3, 4)).__name__)
+    return [n for n in available_cells() if n not in built]
