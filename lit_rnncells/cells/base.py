@@ -41,6 +41,7 @@ class RecurrentCell(nn.Module):
     """
 
     has_aux_loss: bool = False
+    aux_loss_name: str = "aux_loss"
 
     def __init__(self, input_size: int, hidden_size: int) -> None:
         super().__init__()

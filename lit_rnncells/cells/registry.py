@@ -8,6 +8,10 @@ from .base import RecurrentCell
 
 _CELLS: Dict[str, Type[RecurrentCell]] = {}
 
+
+class UnknownCellError(ValueError):
+    """Raised for a cell name that is not registered; the message lists the known ones."""
+
 C = TypeVar("C", bound=Type[RecurrentCell])
 
 
@@ -45,10 +49,14 @@ def get_cell(name: str) -> Type[RecurrentCell]:
     try:
         return _CELLS[_key(name)]
     except KeyError:
+        if "class_path" in name or "." in name:
+            raise UnknownCellError(f"Cell {name!r} could not be imported: check the class_path spelling, e.g. "
+                                   f"'lit_rnncells.cells.GRU'. Known cells: {', '.join(available_cells())}.") from None
         known = available_cells()
-        close = difflib.get_close_matches(name, known, n=1)
-        hint = f" Did you mean {close[0]!r}?" if close else ""
-        raise KeyError(f"Unknown cell {name!r}.{hint} Known cells: {', '.join(known)}.") from None
+        by_key = {_key(k): k for k in known}
+        close = difflib.get_close_matches(_key(name), list(by_key), n=1, cutoff=0.6)
+        hint = f" Did you mean {by_key[close[0]]!r}?" if close else ""
+        raise UnknownCellError(f"Unknown cell {name!r}.{hint} Known cells: {', '.join(known)}.") from None
 
 
 def build_cell(name: str, input_size: int, hidden_size: int, **options: Any) -> RecurrentCell:

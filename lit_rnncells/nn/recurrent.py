@@ -122,6 +122,12 @@ class Recurrent(nn.Module):
     def has_aux_loss(self) -> bool:
         return any(c.has_aux_loss for c in self.cells)
 
+    @property
+    def aux_loss_name(self) -> str:
+        """The name tasks log the auxiliary loss under (e.g. ``zone_disagreement``)."""
+        names = sorted({c.aux_loss_name for c in self.cells if c.has_aux_loss})
+        return names[0] if len(names) == 1 else "aux_loss"
+
     def cell(self, layer: int = 0, direction: int = 0) -> RecurrentCell:
         """The cell of one layer and direction (0 forward, 1 backward)."""
         return self.cells[layer * self.num_directions + direction]  # type: ignore[return-value]

@@ -1,0 +1,64 @@
+"""``python -m lit_rnncells {fit,validate,test,predict} --config ...``: LightningCLI for every task."""
+from __future__ import annotations
+
+from typing import Any, List, Optional
+
+from lightning.pytorch import LightningDataModule, LightningModule, Trainer
+from lightning.pytorch.cli import LightningArgumentParser, LightningCLI, SaveConfigCallback
+
+from . import cells as _cells  # noqa: F401  (registers cells so short class names resolve)
+from . import data as _data  # noqa: F401
+from . import tasks as _tasks  # noqa: F401
+from .tasks.base import RecurrentTask
+
+# Sizes that come from the data flow into the model when the model has a parameter of that name.
+DATA_TO_MODEL_LINKS = ("vocab_size", "num_classes", "pad_id", "source_vocab_size", "target_vocab_size",
+                       "bos_id", "eos_id")
+
+
+class LoggerConfigCallback(SaveConfigCallback):
+    """Saves the full config beside the run and into the logger (W&B run config)."""
+
+    def save_config(self, trainer: Trainer, pl_module: LightningModule, stage: str) -> None:
+        for logger in trainer.loggers:
+            logger.log_hyperparams({"config": self.parser.dump(self.config, skip_none=False, format="json")})
+
+
+class LitRNNCellsCLI(LightningCLI):
+    """LightningCLI with subclass modes, data→model links and the W&B default logger.
+
+    Adds ``--test_after_fit`` (run ``test`` on the fitted model at the end of ``fit``).
+    """
+
+    def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
+        parser.add_argument("--test_after_fit", type=bool, default=False,
+                            help="After fit, evaluate the final model on the test split.")
+        for name in DATA_TO_MODEL_LINKS:
+            parser.link_arguments(f"data.{name}", f"model.init_args.{name}", apply_on="instantiate")
+
+    def after_fit(self) -> None:
+        if self.config.get(self.subcommand, {}).get("test_after_fit"):
+            self.trainer.test(self.model, datamodule=self.datamodule)
+
+
+def default_trainer() -> dict:
+    return {"logger": {"class_path": "lit_rnncells.loggers.DefaultWandbLogger"}}
+
+
+def main(args: Optional[List[str]] = None, run: bool = True) -> LitRNNCellsCLI:
+    return LitRNNCellsCLI(
+        RecurrentTask,
+        LightningDataModule,
+        subclass_mode_model=True,
+        subclass_mode_data=True,
+        auto_configure_optimizers=False,
+        save_config_callback=LoggerConfigCallback,
+        save_config_kwargs={"overwrite": True, "save_to_log_dir": True},
+        trainer_defaults=default_trainer(),
+        args=args,
+        run=run,
+    )
+
+
+if __name__ == "__main__":
+    main()

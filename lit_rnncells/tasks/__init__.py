@@ -1,0 +1,5 @@
+"""Task LightningModules: each wraps any cell."""
+from .base import RecurrentTask, resolve_cell
+from .logic import LogicEvaluator
+
+__all__ = ["RecurrentTask", "resolve_cell", "LogicEvaluator"]
