@@ -14,6 +14,8 @@ from lit_rnncells.cells import RecurrentCell, available_cells, get_cell
 
 EXTRA_CASES: Dict[str, Callable[[int, int], RecurrentCell]] = {
     "MuFuRU(keep,replace)": partial(get_cell("MuFuRU"), ops=("keep", "replace")),
+    "MultiChannel(GRU,n=3)": partial(get_cell("MultiChannel"), cell=get_cell("GRU"), block_size=3),
+    "MultiChannel(LSTM,n=4)": partial(get_cell("MultiChannel"), cell="lstm", block_size=4),
 }
 
 

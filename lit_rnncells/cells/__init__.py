@@ -4,10 +4,12 @@ from .registry import UnknownCellError, available_cells, build_cell, get_cell, r
 from .classic import GRU, LSTM, MGU, Elman
 from .caru import CARU
 from .mufuru import PAPER_OPS, MuFuRU, available_mufuru_ops, register_mufuru_op
+from .mcrnn import MultiChannel, channel_attention
 
 __all__ = [
     "CellFactory", "RecurrentCell", "State",
     "UnknownCellError", "available_cells", "build_cell", "get_cell", "register_cell",
     "Elman", "GRU", "LSTM", "MGU", "CARU", "MuFuRU",
     "PAPER_OPS", "available_mufuru_ops", "register_mufuru_op",
+    "MultiChannel", "channel_attention",
 ]
