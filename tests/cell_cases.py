@@ -16,6 +16,13 @@ EXTRA_CASES: Dict[str, Callable[[int, int], RecurrentCell]] = {
     "MuFuRU(keep,replace)": partial(get_cell("MuFuRU"), ops=("keep", "replace")),
     "MultiChannel(GRU,n=3)": partial(get_cell("MultiChannel"), cell=get_cell("GRU"), block_size=3),
     "MultiChannel(LSTM,n=4)": partial(get_cell("MultiChannel"), cell="lstm", block_size=4),
+    "SatMZU(L=2,shared,LN,regular_gate)": partial(get_cell("SatMZU"), transition_depth=2, share_transition=True,
+                                                  layer_norm=True, regular_gate=True),
+    "GcnMZU(L=0,regular_trans,lambda=0)": partial(get_cell("GcnMZU"), transition_depth=0, regular_trans=True,
+                                                  disagreement_weight=0.0),
+    "CapMZU(zones=2,J=4,T=1,LN)": partial(get_cell("CapMZU"), zones=2, capsules=4, routing_iterations=1,
+                                          layer_norm=True),
+    "GRUDT(L=2,shared)": partial(get_cell("GRUDT"), transition_depth=2, share_transition=True),
 }
 
 
