@@ -29,6 +29,8 @@ class CARU(RecurrentCell):
     l ⊙ tanh(x' + b_hn)).
     """
 
+    recurrent_weights = ("weight_hh",)  # hidden-to-hidden maps, for DropConnect (nn.dropout.WeightDrop)
+
     def __init__(self, input_size: int, hidden_size: int) -> None:
         super().__init__(input_size, hidden_size)
         self.weight_ih = nn.Parameter(torch.empty(2 * hidden_size, input_size))

@@ -22,6 +22,7 @@ class AffineCell(RecurrentCell):
     like torch.nn.GRU: every weight and bias uniform in ±1/sqrt(H)."""
 
     gates: int = 1
+    recurrent_weights = ("weight_hh",)  # hidden-to-hidden maps, for DropConnect (nn.dropout.WeightDrop)
 
     def __init__(self, input_size: int, hidden_size: int) -> None:
         super().__init__(input_size, hidden_size)

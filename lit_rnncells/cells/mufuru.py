@@ -71,6 +71,8 @@ class MuFuRU(RecurrentCell):
     ``weight_hv`` the (r ⊙ s)-part of W_v.
     """
 
+    recurrent_weights = ("weight_hs", "weight_hv")  # hidden-to-hidden maps, for DropConnect
+
     def __init__(self, input_size: int, hidden_size: int, *, ops: Sequence[str] = PAPER_OPS,
                  reset_bias: float = 1.0) -> None:
         super().__init__(input_size, hidden_size)
