@@ -30,6 +30,11 @@ How the fast step works (all channels at once, eq. 1–6 unchanged):
 
 Choices (not fixed by the paper):
 
+* Channel labels follow eq. 1 (channel k's blocks end at t ≡ k mod (n − 1), as
+  in Figure 2). The paper's prose lists channel k's first block as
+  h_{2−k} … h_{n+1−k}, which is the same set of partitions with the labels
+  k ↔ 2 − k mod (n − 1); only the labels of α differ, never h_t.
+
 * W_j = I for every j at initialisation: s starts as the plain mean of the
   in-block predecessors, and block size 2 (one channel, m = 1) is exactly the
   wrapped cell. W_j are full H × H matrices shared by all channels (eq. 2).
