@@ -1,4 +1,6 @@
 """LightningDataModules for each dataset (hub or local files in the official format)."""
 from .logic import LogicDataModule
+from .language_model import LanguageModelDataModule
+from .text import Vocabulary, VocabularyMismatchError
 
-__all__ = ["LogicDataModule"]
+__all__ = ["LogicDataModule", "LanguageModelDataModule", "Vocabulary", "VocabularyMismatchError"]
