@@ -27,12 +27,17 @@ class DefaultWandbLogger(WandbLogger):
     ``offline=None`` (the default) means: online when W&B is configured
     (``WANDB_API_KEY`` or ``wandb login``) and ``WANDB_MODE`` does not say
     otherwise, offline otherwise; ``wandb sync`` uploads an offline run later.
+    ``WANDB_MODE=disabled`` turns W&B off entirely.
     Lightning logs from rank 0 only.
     """
 
     def __init__(self, project: str = "lit_rnncells", save_dir: str = "runs", offline: Optional[bool] = None,
                  log_model: bool = False, **kwargs: Any) -> None:
-        if offline is None:
-            offline = os.environ.get("WANDB_MODE") == "offline" or not wandb_configured()
+        mode = os.environ.get("WANDB_MODE", "")
+        if mode == "disabled":  # respect an explicit "no W&B at all" (tests, quick checks)
+            offline = False
+            kwargs.setdefault("mode", "disabled")
+        elif offline is None:
+            offline = mode in ("offline", "dryrun") or not wandb_configured()
         Path(save_dir).mkdir(parents=True, exist_ok=True)
         super().__init__(project=project, save_dir=save_dir, offline=offline, log_model=log_model, **kwargs)

@@ -1,0 +1,95 @@
+"""The command line: fit/validate/test/predict, data->model links, subclassing, and bad input."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from lit_rnncells.cli import main
+from lit_rnncells.tasks import LogicEvaluator
+
+ROOT = Path(__file__).resolve().parents[1]
+MUFURU = str(ROOT / "configs" / "logic" / "mufuru.yaml")
+TINY = ["--data.init_args.train_size", "64", "--data.init_args.val_size", "16", "--data.init_args.test_size", "32",
+        "--trainer.max_epochs", "1", "--trainer.enable_progress_bar", "false", "--trainer.logger", "false"]
+
+
+def run_cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}", "WANDB_MODE": "disabled"}
+    return subprocess.run([sys.executable, "-m", "lit_rnncells", *args], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=600)
+
+
+def test_fit_links_sizes_then_tests_and_predicts(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    cli = main(["fit", "--config", MUFURU, *TINY, "--trainer.default_root_dir", str(tmp_path)])
+    model = cli.model
+    assert isinstance(model, LogicEvaluator)
+    assert model.embedding.num_embeddings == cli.datamodule.vocab_size == 13
+    assert type(model.rnn.cell()).__name__ == "MuFuRU"
+    assert "test/acc" in cli.trainer.callback_metrics  # test_after_fit: true in the config
+    ckpt = next(tmp_path.rglob("*.ckpt"))
+    restored = LogicEvaluator.load_from_checkpoint(ckpt)
+    for key, value in model.state_dict().items():
+        torch.testing.assert_close(restored.state_dict()[key], value)
+    cli = main(["predict", "--config", MUFURU, *TINY, "--ckpt_path", str(ckpt), "--return_predictions", "true"])
+    assert cli.trainer.predict_loop.predictions  # returned batches of predicted labels
+
+
+def test_validate_and_test_subcommands(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for sub in ("validate", "test"):
+        cli = main([sub, "--config", MUFURU, *TINY])
+        assert f"{'val' if sub == 'validate' else 'test'}/acc" in cli.trainer.callback_metrics
+
+
+def test_cell_by_name_and_nested_options(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    cli = main(["fit", "--config", MUFURU, *TINY, "--model.init_args.cell", "CARU", "--trainer.max_epochs", "0"])
+    assert type(cli.model.rnn.cell()).__name__ == "CARU"
+    cli = main(["fit", "--config", MUFURU, *TINY, "--trainer.max_epochs", "0", "--model.init_args.cell",
+                '{"class_path": "lit_rnncells.cells.MuFuRU", "init_args": {"ops": ["keep", "replace", "max"]}}'])
+    assert cli.model.rnn.cell().ops == ("keep", "replace", "max")
+
+
+def test_unknown_cell_name_lists_known_cells(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match=r"Unknown cell 'GRUU'\. Did you mean 'GRU'\? Known cells: .*MuFuRU"):
+        main(["fit", "--config", MUFURU, *TINY, "--model.init_args.cell", "GRUU"])
+
+
+def test_misspelt_config_key_fails_at_start(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(Path(MUFURU).read_text().replace("hidden_size: 8", "hiden_size: 8"))
+    result = run_cli(tmp_path, "fit", "--config", str(bad), *TINY)
+    assert result.returncode != 0
+    assert "hiden_size" in result.stderr
+    assert "Epoch" not in result.stderr + result.stdout
+
+
+def test_non_positive_size_fails_at_start(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match="hidden_size must be a positive integer"):
+        main(["fit", "--config", MUFURU, *TINY, "--model.init_args.hidden_size", "0"])
+
+
+def test_user_subclass_in_own_module_trains_through_cli(tmp_path):
+    result = run_cli(tmp_path, "fit", "--config", MUFURU, *TINY,
+                     "--model", "tests.examples.custom_task.MeanPoolLogicEvaluator",
+                     "--model.init_args.hidden_size", "12")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "test/acc" in result.stdout
+
+
+@pytest.mark.slow
+def test_ddp_two_cpu_processes_with_bf16(tmp_path):
+    result = run_cli(tmp_path, "fit", "--config", MUFURU, *TINY, "--trainer.devices", "2",
+                     "--trainer.strategy", "ddp", "--trainer.precision", "bf16-mixed",
+                     "--trainer.default_root_dir", str(tmp_path))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "test/acc" in result.stdout
+    assert "world_size=2" in result.stderr + result.stdout or "distributed_backend=gloo" in result.stderr + result.stdout

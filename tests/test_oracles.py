@@ -1,0 +1,121 @@
+"""Oracle tests: our cells against torch.nn and against their papers' equations."""
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+from lit_rnncells.cells import CARU, GRU, LSTM, MuFuRU
+from lit_rnncells.nn import Recurrent
+
+
+def copy_torch_weights(ours: Recurrent, ref: nn.RNNBase) -> None:
+    for layer in range(ours.num_layers):
+        for direction in range(ours.num_directions):
+            suffix = "_reverse" if direction else ""
+            cell = ours.cell(layer, direction)
+            for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"):
+                getattr(cell, name).data.copy_(getattr(ref, f"{name}_l{layer}{suffix}"))
+
+
+@pytest.mark.parametrize("kind", ["gru", "lstm"])
+@pytest.mark.parametrize("num_layers,bidirectional", [(1, False), (2, False), (2, True)])
+def test_matches_torch_full_length(kind, num_layers, bidirectional):
+    ref_cls, cell = (nn.GRU, GRU) if kind == "gru" else (nn.LSTM, LSTM)
+    ref = ref_cls(5, 7, num_layers=num_layers, bidirectional=bidirectional, batch_first=True)
+    ours = Recurrent(cell, 5, 7, num_layers=num_layers, bidirectional=bidirectional, batch_first=True)
+    copy_torch_weights(ours, ref)
+    x = torch.randn(4, 9, 5)
+    d = 2 if bidirectional else 1
+    h0 = torch.randn(num_layers * d, 4, 7)
+    state = h0 if kind == "gru" else (h0, torch.randn_like(h0))
+    out, st = ours(x, state)
+    ref_out, ref_st = ref(x, state)
+    torch.testing.assert_close(out, ref_out, atol=1e-5, rtol=0)
+    for a, b in zip(st if kind == "lstm" else [st], ref_st if kind == "lstm" else [ref_st]):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("kind", ["gru", "lstm"])
+@pytest.mark.parametrize("num_layers,bidirectional", [(1, True), (2, True), (2, False)])
+def test_matches_torch_packed_variable_lengths(kind, num_layers, bidirectional):
+    ref_cls, cell = (nn.GRU, GRU) if kind == "gru" else (nn.LSTM, LSTM)
+    ref = ref_cls(5, 7, num_layers=num_layers, bidirectional=bidirectional, batch_first=True)
+    ours = Recurrent(cell, 5, 7, num_layers=num_layers, bidirectional=bidirectional, batch_first=True)
+    copy_torch_weights(ours, ref)
+    lengths = torch.tensor([9, 3, 6, 1])
+    x = torch.randn(4, 9, 5)
+    out, st = ours(x, lengths=lengths)
+    packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+    ref_packed, ref_st = ref(packed)
+    ref_out, _ = pad_packed_sequence(ref_packed, batch_first=True, total_length=9)
+    torch.testing.assert_close(out, ref_out, atol=1e-5, rtol=0)
+    for a, b in zip(st if kind == "lstm" else [st], ref_st if kind == "lstm" else [ref_st]):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=0)
+
+
+def test_mufuru_keep_replace_is_a_gru_with_softmax_update_gate():
+    """mufuru.md eq. 1 (GRU, reset applied before the state map) equals MuFuRU with ops (keep, replace):
+    the 2-way softmax gives p_keep = σ(a_keep − a_replace), the GRU's update gate u."""
+    torch.manual_seed(1)
+    i, h = 4, 5
+    w_r, w_u, w_v = torch.randn(h, i + h), torch.randn(h, i + h), torch.randn(h, i + h)
+    b_r, b_u, b_v = torch.randn(h), torch.randn(h), torch.randn(h)
+    x = torch.randn(3, 6, i)
+
+    s = torch.zeros(3, h)
+    expected = []
+    for t in range(6):
+        xs = torch.cat([x[:, t], s], -1)
+        r, u = torch.sigmoid(xs @ w_r.T + b_r), torch.sigmoid(xs @ w_u.T + b_u)
+        v = torch.tanh(torch.cat([x[:, t], r * s], -1) @ w_v.T + b_v)
+        s = u * s + (1 - u) * v
+        expected.append(s)
+
+    mufuru = MuFuRU(i, h, ops=("keep", "replace"))
+    zeros_i, zeros_h = torch.zeros(h, i), torch.zeros(h, h)
+    # weight_ih layout: [r, v, p_keep, p_replace]; weight_hs: [r, p_keep, p_replace]
+    mufuru.weight_ih.data = torch.cat([w_r[:, :i], w_v[:, :i], w_u[:, :i], zeros_i])
+    mufuru.bias.data = torch.cat([b_r, b_v, b_u, torch.zeros(h)])
+    mufuru.weight_hs.data = torch.cat([w_r[:, i:], w_u[:, i:], zeros_h])
+    mufuru.weight_hv.data = w_v[:, i:].clone()
+    out, _ = _run(mufuru, x)
+    torch.testing.assert_close(out, torch.stack(expected, 1), atol=1e-6, rtol=0)
+
+
+def _run(cell, x):
+    layer = Recurrent(lambda i, h: cell, cell.input_size, cell.hidden_size, batch_first=True)
+    return layer(x)
+
+
+def test_mufuru_reset_bias_starts_at_one():
+    cell = MuFuRU(3, 4)
+    assert torch.all(cell.bias[:4] == 1.0)
+
+
+def test_caru_matches_equations_4a_to_4e_on_hand_set_weights():
+    """Hidden size 1, input size 1: every quantity of eq. 4a–4e computed by hand."""
+    cell = CARU(1, 1)
+    w_vn, w_vz, b_vn, b_vz = 0.5, -1.0, 0.1, 0.2
+    w_hn, w_hz, b_hn, b_hz = 2.0, 0.3, -0.4, 0.05
+    cell.weight_ih.data = torch.tensor([[w_vn], [w_vz]])
+    cell.bias_ih.data = torch.tensor([b_vn, b_vz])
+    cell.weight_hh.data = torch.tensor([[w_hn], [w_hz]])
+    cell.bias_hh.data = torch.tensor([b_hn, b_hz])
+    import math
+
+    def sig(a: float) -> float:
+        return 1 / (1 + math.exp(-a))
+
+    h = 0.0
+    expected = []
+    for v in [1.0, -2.0, 0.5]:
+        xp = w_vn * v + b_vn                         # 4a
+        n = math.tanh(w_hn * h + b_hn + xp)          # 4b
+        z = sig(w_hz * h + b_hz + w_vz * v + b_vz)   # 4c
+        l = sig(xp) * z                              # 4d
+        h = (1 - l) * h + l * n                      # 4e
+        expected.append(h)
+    out, _ = _run(cell, torch.tensor([[[1.0], [-2.0], [0.5]]]))
+    torch.testing.assert_close(out.flatten(), torch.tensor(expected), atol=1e-6, rtol=0)
