@@ -50,7 +50,7 @@ def ref_gcn(zs: List[Tensor], w_g: Tensor, act=torch.relu) -> List[Tensor]:
 
 
 def ref_squash(s: Tensor) -> Tensor:
-    n = float(s.norm())
+    n = float(s.detach().norm())
     return s * 0 if n == 0 else (n * n / (1 + n * n)) * s / n
 
 
