@@ -76,7 +76,10 @@ def profile(layer: Recurrent, x: Tensor, name: str, rows: int = 15) -> None:
 
 def run(args: Optional[argparse.Namespace] = None) -> List[dict]:
     """Benchmark every cell; rows with ``cell, ms, macs_per_step, time_ratio, mac_ratio, time_per_mac``."""
-    args = parse_args([]) if args is None else args
+    defaults = parse_args([])
+    if args is not None:  # a caller's namespace may carry only some of our options
+        defaults.__dict__.update({k: v for k, v in vars(args).items() if k in vars(defaults)})
+    args = defaults
     if args.threads:
         torch.set_num_threads(args.threads)
     torch.manual_seed(0)
