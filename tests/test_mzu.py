@@ -3,7 +3,7 @@ numerical safety, deep transition, parameter sharing, the disagreement loss, and
 from __future__ import annotations
 
 import math
-from typing import List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Tuple
 
 import pytest
 import torch
@@ -41,7 +41,7 @@ def ref_sat(zs: List[Tensor], w_qkv: Tensor, b_qkv: Tensor) -> List[Tensor]:
     return out
 
 
-def ref_gcn(zs: List[Tensor], w_g: Tensor, act=torch.relu) -> List[Tensor]:
+def ref_gcn(zs: List[Tensor], w_g: Tensor, act: Callable[[Tensor], Tensor] = torch.relu) -> List[Tensor]:
     """Eq. 7–9 with edges clamped at 0 and self-connections added after."""
     n = len(zs)
     a = [[max(ref_cos(zs[i], zs[j]), 0.0) + (1.0 if i == j else 0.0) for j in range(n)] for i in range(n)]
@@ -109,7 +109,7 @@ def ref_mzu_step(cell: MZU, x: Tensor, h: Tensor) -> Tuple[Tensor, float]:
 
 
 # --------------------------------------------------------------------------- compositions
-def test_self_attention_hand_example_and_reference():
+def test_self_attention_hand_example_and_reference() -> None:
     z = torch.tensor([[1.0, 0.0], [0.0, 1.0]], dtype=D)
     w = torch.cat([torch.eye(2, dtype=D)] * 3, 1)  # Q = K = V = identity
     out = mf.self_attention_compose(z.view(1, 1, 2, 2), w.unsqueeze(0), torch.zeros(1, 6, dtype=D))
@@ -123,7 +123,7 @@ def test_self_attention_hand_example_and_reference():
             torch.testing.assert_close(fast[m, bi], torch.stack(ref_sat(list(zs[m, bi]), w[m], b[m])))
 
 
-def test_gcn_hand_example_and_reference():
+def test_gcn_hand_example_and_reference() -> None:
     z = torch.tensor([[1.0, 0.0], [2.0, 0.0], [0.0, 3.0]], dtype=D)  # cos = [[1,1,0],[1,1,0],[0,0,1]]
     adj = mf.gcn_adjacency(mf.cosine_matrix(z))  # Ã = cos + I, degrees 3, 3, 2
     torch.testing.assert_close(adj, torch.tensor([[2 / 3, 1 / 3, 0], [1 / 3, 2 / 3, 0], [0, 0, 1]], dtype=D))
@@ -138,7 +138,7 @@ def test_gcn_hand_example_and_reference():
 
 
 @pytest.mark.parametrize("case", ["opposite", "zero", "one_zero"])
-def test_gcn_is_finite_for_opposite_and_zero_zones(case):
+def test_gcn_is_finite_for_opposite_and_zero_zones(case: str) -> None:
     z1 = torch.randn(3, dtype=D)
     zones = {"opposite": [z1, -z1], "zero": [z1 * 0, z1 * 0], "one_zero": [z1, z1 * 0]}[case]
     z = torch.stack(zones).view(1, 1, 2, 3).requires_grad_(True)
@@ -151,7 +151,7 @@ def test_gcn_is_finite_for_opposite_and_zero_zones(case):
     assert torch.isfinite(out).all() and torch.isfinite(z.grad).all() and torch.isfinite(w.grad).all()
 
 
-def test_capsule_hand_example_and_reference():
+def test_capsule_hand_example_and_reference() -> None:
     torch.testing.assert_close(mf.squash(torch.tensor([3.0, 4.0], dtype=D)),
                                torch.tensor([0.6, 0.8], dtype=D) * 25 / 26)
     zs = torch.randn(2, 3, 4, 6, dtype=D)
@@ -169,7 +169,7 @@ def test_capsule_hand_example_and_reference():
     torch.testing.assert_close(mf.capsule_compose(zs, w, 3, 1), mf.squash(u.sum(2) / 3))
 
 
-def test_capsules_finite_for_zero_predictions():
+def test_capsules_finite_for_zero_predictions() -> None:
     z = torch.zeros(1, 2, 4, 3, dtype=D, requires_grad=True)
     w = torch.randn(1, 3, 4, dtype=D, requires_grad=True)
     out = mf.capsule_compose(z, w, 2, 3)
@@ -182,7 +182,7 @@ def test_capsules_finite_for_zero_predictions():
     assert torch.isfinite(zero_w.grad).all()
 
 
-def test_mean_zone_cosine_equals_mean_of_cosine_matrix():
+def test_mean_zone_cosine_equals_mean_of_cosine_matrix() -> None:
     z = torch.randn(2, 3, 4, 5, dtype=D)
     z[0, 0, 1] = 0
     torch.testing.assert_close(mf.mean_zone_cosine(z), mf.cosine_matrix(z).mean((-2, -1)))
@@ -200,7 +200,7 @@ CELL_VARIANTS = [
 
 @pytest.mark.parametrize("cls", MZU_CLASSES)
 @pytest.mark.parametrize("options", CELL_VARIANTS, ids=lambda o: ",".join(f"{k}={v}" for k, v in o.items()))
-def test_cell_matches_slow_reference(cls, options):
+def test_cell_matches_slow_reference(cls: type[MZU], options: Dict[str, Any]) -> None:
     cell = cls(5, 8, zones=4, filter_size=6, **options).double()
     for p in cell.parameters():  # LN gains/biases away from 1/0 so the test sees them
         p.data.uniform_(-0.7, 0.7)
@@ -214,7 +214,7 @@ def test_cell_matches_slow_reference(cls, options):
 
 
 @pytest.mark.parametrize("cls", MZU_CLASSES)
-def test_transition_depth_zero_is_the_plain_cell_and_dt_chains_it(cls):
+def test_transition_depth_zero_is_the_plain_cell_and_dt_chains_it(cls: type[MZU]) -> None:
     """L = 0 is eq. 1–3 alone; a shared L = 1 cell is that cell applied again with x = 0."""
     deep = cls(5, 8, transition_depth=1, share_transition=True).double()
     plain = cls(5, 8, transition_depth=0).double()
@@ -228,7 +228,7 @@ def test_transition_depth_zero_is_the_plain_cell_and_dt_chains_it(cls):
 
 @pytest.mark.parametrize("cls", MZU_CLASSES)
 @pytest.mark.parametrize("depth", [1, 3])
-def test_sharing_removes_exactly_the_shared_m_functions(cls, depth):
+def test_sharing_removes_exactly_the_shared_m_functions(cls: type[MZU], depth: int) -> None:
     unshared = cls(7, 8, transition_depth=depth)
     shared = cls(7, 8, transition_depth=depth, share_transition=True)
     count = lambda m: sum(p.numel() for p in m.parameters())  # noqa: E731
@@ -237,7 +237,7 @@ def test_sharing_removes_exactly_the_shared_m_functions(cls, depth):
     assert count(shared) == count(cls(7, 8, transition_depth=0))
 
 
-def test_grudt_sharing_and_l0_is_gru():
+def test_grudt_sharing_and_l0_is_gru() -> None:
     count = lambda m: sum(p.numel() for p in m.parameters())  # noqa: E731
     assert count(GRUDT(5, 8, transition_depth=2)) - count(GRUDT(5, 8, transition_depth=2, share_transition=True)) \
         == 2 * (3 * 8 * 8 + 2 * 3 * 8)
@@ -255,7 +255,7 @@ def test_grudt_sharing_and_l0_is_gru():
 
 
 @pytest.mark.parametrize("cls", MZU_CLASSES)
-def test_disagreement_gradient_reaches_zone_generation_only(cls):
+def test_disagreement_gradient_reaches_zone_generation_only(cls: type[MZU]) -> None:
     layer = Recurrent(lambda i, h: cls(i, h, transition_depth=1), 5, 8)
     _, _, aux = layer(torch.randn(4, 2, 5), return_aux=True)
     assert aux.requires_grad and float(aux.detach()) > 0
@@ -275,7 +275,7 @@ def test_disagreement_gradient_reaches_zone_generation_only(cls):
 
 
 @pytest.mark.parametrize("cls", MZU_CLASSES)
-def test_no_disagreement_when_lambda_is_zero(cls, monkeypatch):
+def test_no_disagreement_when_lambda_is_zero(cls: type[MZU], monkeypatch: pytest.MonkeyPatch) -> None:
     cell = cls(5, 8, disagreement_weight=0.0)
     assert not cell.has_aux_loss
     xp, h = cell.project_input(torch.randn(2, 5)), torch.randn(2, 8)
@@ -290,7 +290,7 @@ def test_no_disagreement_when_lambda_is_zero(cls, monkeypatch):
     cls(5, 8).step(xp, h)
 
 
-def test_aux_loss_is_the_weighted_sum_over_m_functions_and_depths():
+def test_aux_loss_is_the_weighted_sum_over_m_functions_and_depths() -> None:
     cell = SatMZU(5, 8, transition_depth=2, disagreement_weight=2.0).double()
     x, h = torch.randn(2, 5, dtype=D), torch.randn(2, 8, dtype=D)
     _, aux = cell.step_with_aux(cell.project_input(x), h)
@@ -299,7 +299,7 @@ def test_aux_loss_is_the_weighted_sum_over_m_functions_and_depths():
     torch.testing.assert_close(float(aux[0].detach()), want)
 
 
-def test_size_errors_name_the_fix():
+def test_size_errors_name_the_fix() -> None:
     with pytest.raises(ValueError, match="divisible by zones=4.*e.g. 5"):
         SatMZU(3, 10)
     with pytest.raises(ValueError, match="divisible by capsules=4"):
@@ -310,7 +310,7 @@ def test_size_errors_name_the_fix():
 
 
 @pytest.mark.parametrize("cls", MZU_CLASSES)
-def test_candidate_dropout_only_in_training(cls):
+def test_candidate_dropout_only_in_training(cls: type[MZU]) -> None:
     cell = cls(5, 8, candidate_dropout=0.5)
     xp, h = cell.project_input(torch.randn(4, 5)), torch.randn(4, 8)
     cell.eval()

@@ -10,7 +10,7 @@ auxiliary loss.
 from __future__ import annotations
 
 import math
-from typing import Any, List, Optional, Tuple
+from typing import Any, Optional, Tuple
 
 import torch
 from torch import Tensor, nn
