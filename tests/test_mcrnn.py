@@ -90,7 +90,7 @@ def test_block_size_two_is_exactly_the_wrapped_cell(inner):
     want_leaves = leaves(want_state)
     h = want_leaves.pop(mc._mixed_leaf)
     assert torch.equal(state[0], h)  # the mixed h_t
-    assert torch.equal(state[1][:, :, 0, 0], h)  # the single channel's latest h
+    assert torch.equal(state[2][:, :, 0], h)  # the single channel's latest h
     for got, want_leaf in zip(state[3:], want_leaves):  # carried leaves (LSTM's c)
         assert torch.equal(got[:, :, 0], want_leaf)
 
@@ -109,7 +109,7 @@ def test_two_halves_equal_the_whole(inner, n, split):
     torch.testing.assert_close(torch.cat([first, second], 1), whole, atol=1e-12, rtol=1e-10)
     for got, want in zip(leaves(end), leaves(whole_state)):
         torch.testing.assert_close(got, want, atol=1e-12, rtol=1e-10)
-    assert torch.equal(mid[2], torch.full((1, 2), split % (n - 1)))  # the phase: steps done mod n − 1
+    assert torch.equal(mid[1], torch.full((1, 2), split % (n - 1)))  # the phase: steps done mod n − 1
 
 
 @pytest.mark.parametrize("inner", [GRU, LSTM], ids=["GRU", "LSTM"])
@@ -121,7 +121,7 @@ def test_padded_steps_do_not_advance_the_phase(inner):
     x1, x2 = torch.randn(3, 6, 3, dtype=DOUBLE), torch.randn(3, 4, 3, dtype=DOUBLE)
     lengths = torch.tensor([6, 4, 5])
     _, mid = layer(x1, lengths=lengths)
-    assert torch.equal(mid[2][0], lengths % (n - 1))
+    assert torch.equal(mid[1][0], lengths % (n - 1))
     out2, _ = layer(x2, mid)
     for b, length in enumerate(lengths.tolist()):
         alone, _ = layer(torch.cat([x1[b: b + 1, :length], x2[b: b + 1]], 1))
@@ -164,7 +164,7 @@ def test_auxiliary_loss_passes_through_averaged_over_channels():
     proj = mc.project_input(x)
     for t in range(5):
         state, aux_t = mc.step_with_aux(proj[:, t], state)
-        total = total + state[1][:, 0].pow(2).mean(-1).mean(-1).sum()  # mean over the channels' new h
+        total = total + state[2].pow(2).mean(-1).mean(-1).sum()  # mean over the channels' new h
         assert aux_t.shape == (2,)
     torch.testing.assert_close(aux, total / 10)
 
@@ -232,7 +232,7 @@ def test_construction_and_errors():
     assert get_cell("multi_channel") is MultiChannel and type(mc.cell) is GRU
     assert torch.equal(mc.mix_weight, torch.eye(5).expand(3, 5, 5))  # W_j = I for every j
     state = mc.initial_state(2)
-    assert [tuple(s.shape) for s in state] == [(2, 5), (2, 3, 3, 5), (2,)]
+    assert [tuple(s.shape) for s in state] == [(2, 5), (2,), (2, 3, 5), (2, 2, 5), (2, 1, 5)]
     with pytest.raises(ValueError, match="block_size"):
         MultiChannel(3, 5, cell=GRU, block_size=1)
     with pytest.raises((KeyError, ValueError), match="Unknown cell"):

@@ -63,7 +63,8 @@ from .base import CellFactory, RecurrentCell, State, check_positive
 from .registry import get_cell, register_cell
 
 MCState = Tuple[Tensor, ...]
-"""``(h_t (B, H), history (B, n−1, n−1, H), phase (B,) long, *carried leaves (B, n−1, ...))``."""
+"""``(h_t (B, H), phase (B,) long, history_0 … history_{n−2}, *carried leaves (B, n−1, ...))``;
+``history_d`` ``(B, n−1−d, H)`` holds h_{t−1−d} of the slots d … n−2 (the only ones that read it)."""
 
 
 @register_cell()
@@ -132,10 +133,10 @@ class MultiChannel(RecurrentCell):
         inner = self.cell.initial_state(batch_size, device=device, dtype=dtype)
         leaves = list(inner) if isinstance(inner, tuple) else [inner]
         h0 = leaves.pop(self._mixed_leaf)
-        history = h0[:, None, None].expand(batch_size, c, c, *h0.shape[1:]).contiguous()
+        history = [h0.unsqueeze(1).expand(batch_size, c - d, *h0.shape[1:]).contiguous() for d in range(c)]
         carried = [leaf.unsqueeze(1).expand(batch_size, c, *leaf.shape[1:]).contiguous() for leaf in leaves]
         phase = torch.zeros(batch_size, dtype=torch.long, device=h0.device)
-        return (h0.clone(), history, phase, *carried)
+        return (h0.clone(), phase, *history, *carried)
 
     def output(self, state: MCState) -> Tensor:  # type: ignore[override]
         return state[0]
@@ -148,15 +149,15 @@ class MultiChannel(RecurrentCell):
 
     def _step(self, x_proj_t: Tensor, state: MCState, want_aux: bool) -> Tuple[MCState, Optional[Tensor]]:
         c, hs = self.channels, self.hidden_size
-        _, history, phase, *carried = state
-        batch = history.shape[0]
+        phase, history, carried = state[1], state[2: 2 + c], state[2 + c:]
+        batch = phase.shape[0]
         inner_x, att_x = x_proj_t[:, :-hs], x_proj_t[:, -hs:]
-        # Eq. 2 on slots: slot i has in-degree m = i + 1 and needs h_{t−j} for j ≤ m; depth j − 1 of
-        # the history holds h_{t−j}, so W_j multiplies slots j − 1 … c − 1 only.
+        # Eq. 2 on slots: slot i has in-degree m = i + 1 and needs h_{t−j} for j ≤ m; history_{j−1}
+        # holds h_{t−j} of exactly the slots j − 1 … c − 1 that need it, and W_j multiplies only those.
         w = self.mix_weight
-        s = torch.matmul(history[:, 0], w[0].t().to(history.dtype))
+        s = torch.matmul(history[0], w[0].t())
         for d in range(1, c):
-            s[:, d:] += torch.matmul(history[:, d, d:], w[d].t().to(history.dtype))
+            s[:, d:] += torch.matmul(history[d], w[d].t())
         s = s / self.degree.to(s.dtype)
         # Eq. 3 for all channels at once: channels folded into the batch, (B, c, ...) -> (B*c, ...).
         leaves: List[Tensor] = [leaf.reshape(batch * c, *leaf.shape[2:]) for leaf in carried]
@@ -176,12 +177,13 @@ class MultiChannel(RecurrentCell):
         h_t = torch.matmul(alpha.unsqueeze(1).to(h_ch.dtype), h_ch).squeeze(1)
         if self._attention_log is not None:
             self._attention_log.append(slots_to_channels(alpha.detach(), phase))
-        # Rotate: slot i -> i + 1, the block end (slot c − 1) starts the next block in slot 0.
-        history = torch.cat([h_ch.unsqueeze(1), history[:, :-1].to(h_ch.dtype)], dim=1).roll(1, dims=2)
-        carried = [leaf.view(batch, c, *leaf.shape[1:]).roll(1, dims=1) for leaf in new_leaves]
+        # Rotate: slot i -> i + 1, the block end (slot c − 1) starts the next block in slot 0, where
+        # only its newest h is read; so deeper history just drops its last slot (a view, no copy).
+        new_history = [h_ch.roll(1, dims=1), *(h[:, :-1] for h in history[:-1])]
+        new_carried = [leaf.view(batch, c, *leaf.shape[1:]).roll(1, dims=1) for leaf in new_leaves]
         if aux is not None:
             aux = aux.view(batch, c).mean(1)
-        return (h_t, history, (phase + 1) % c, *carried), aux
+        return (h_t, (phase + 1) % c, *new_history, *new_carried), aux
 
     # -- attention read-out -------------------------------------------------------------------
 

@@ -1,0 +1,154 @@
+"""Benchmark MC-RNN (MultiChannel) against the cell it wraps and against the literal reference.
+
+For each wrapped cell and block size n: forward + backward time of one batch
+through ``lit_rnncells.nn.Recurrent`` for the wrapped cell alone and for
+MC-RNN-(n−1) (the fast, channels-in-the-batch cell), and of the slow
+one-channel-at-a-time reference (``lit_rnncells.cells.mcrnn_reference``) on the
+same parameters; and the multiply-accumulates (MACs) per time step, counted with
+``torch.utils.flop_counter.FlopCounterMode`` around one ``step`` call (for the
+reference: over whole blocks of steps, divided by the steps). Timings are
+interleaved across the variants and the best of ``--repeats`` is reported, so
+other load on a shared machine hurts every variant alike.
+
+    python scripts/bench_mcrnn.py                       # MC-RNN-3 (n = 4) around GRU and LSTM
+    python scripts/bench_mcrnn.py --block-sizes 2 3 4 5 --threads 2
+
+``run(args) -> list[dict]`` is importable (scripts/bench_cells.py uses it).
+"""
+from __future__ import annotations
+
+import argparse
+import time
+from functools import partial
+from typing import Callable, Dict, List, Optional, Sequence
+
+import torch
+from torch import Tensor, nn
+from torch.utils.flop_counter import FlopCounterMode
+
+from lit_rnncells.cells import MultiChannel, get_cell
+from lit_rnncells.cells.mcrnn_reference import reference_forward
+from lit_rnncells.nn import Recurrent
+
+
+def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--cells", nargs="+", default=["GRU", "LSTM"], help="wrapped cells (registered names)")
+    p.add_argument("--block-sizes", nargs="+", type=int, default=[4], help="n; MC-RNN-3 is n = 4")
+    p.add_argument("--batch", type=int, default=32)
+    p.add_argument("--steps", type=int, default=100)
+    p.add_argument("--input-size", type=int, default=128)
+    p.add_argument("--hidden-size", type=int, default=256)
+    p.add_argument("--repeats", type=int, default=3, help="timed rounds after one warm-up round")
+    p.add_argument("--threads", type=int, default=0, help="torch threads (0: leave torch's default)")
+    p.add_argument("--no-reference", action="store_true", help="skip the slow reference")
+    p.add_argument("--seed", type=int, default=0)
+    return p.parse_args(argv)
+
+
+def _fwd_bwd(fn: Callable[[], Tensor], params: List[nn.Parameter]) -> Callable[[], None]:
+    def go() -> None:
+        for q in params:
+            q.grad = None
+        fn().sum().backward()
+    return go
+
+
+def _interleaved_best(fns: Dict[str, Callable[[], None]], repeats: int) -> Dict[str, Dict[str, float]]:
+    """One warm-up round, then ``repeats`` rounds calling each variant once per round."""
+    times: Dict[str, List[float]] = {k: [] for k in fns}
+    for round_ in range(repeats + 1):
+        for name, fn in fns.items():
+            start = time.perf_counter()
+            fn()
+            if round_:
+                times[name].append(time.perf_counter() - start)
+    return {k: {"best_s": min(v), "median_s": sorted(v)[len(v) // 2]} for k, v in times.items()}
+
+
+def step_macs(cell: nn.Module, batch: int) -> int:
+    """MACs of one ``step`` call from the initial state (FlopCounterMode counts 2 flops per MAC)."""
+    with torch.no_grad():
+        state = cell.initial_state(batch)
+        x_proj = cell.project_input(torch.randn(batch, cell.input_size))
+        with FlopCounterMode(display=False) as counter:
+            cell.step(x_proj, state)
+    return counter.get_total_flops() // 2
+
+
+def reference_step_macs(mc: MultiChannel, batch: int) -> float:
+    """MACs per step of the reference, over two whole blocks, without the hoisted input maps."""
+    steps = 2 * mc.channels
+    x = torch.randn(batch, steps, mc.input_size)
+    with torch.no_grad():
+        with FlopCounterMode(display=False) as total:
+            reference_forward(mc, x)
+        with FlopCounterMode(display=False) as hoisted:
+            mc.cell.project_input(x)
+    return (total.get_total_flops() - hoisted.get_total_flops()) / 2 / steps
+
+
+def run(args: Optional[argparse.Namespace] = None) -> List[Dict[str, object]]:
+    """One row per variant: cell, block_size, impl (wrapped / fast / reference), fwd+bwd ms,
+    tokens/s, ratio to the wrapped cell, the fast cell's speed-up over the reference, MACs/step."""
+    args = args if args is not None else parse_args([])
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    b, t, i, h = args.batch, args.steps, args.input_size, args.hidden_size
+    x = torch.randn(b, t, i)
+    rows: List[Dict[str, object]] = []
+    for name in args.cells:
+        inner = get_cell(name)
+        plain = Recurrent(inner, i, h, batch_first=True)
+        for n in args.block_sizes:
+            layer = Recurrent(partial(MultiChannel, cell=inner, block_size=n), i, h, batch_first=True)
+            mc: MultiChannel = layer.cell(0)  # type: ignore[assignment]
+            fns = {"wrapped": _fwd_bwd(lambda: plain(x)[0], list(plain.parameters())),
+                   "fast": _fwd_bwd(lambda: layer(x)[0], list(layer.parameters()))}
+            if not args.no_reference:
+                fns["reference"] = _fwd_bwd(lambda: reference_forward(mc, x)[0], list(layer.parameters()))
+            timing = _interleaved_best(fns, args.repeats)
+            macs = {"wrapped": step_macs(plain.cell(0), b), "fast": step_macs(mc, b)}
+            if not args.no_reference:
+                macs["reference"] = reference_step_macs(mc, b)
+            base = timing["wrapped"]["best_s"]
+            for impl, tm in timing.items():
+                rows.append({
+                    "cell": f"MC-RNN-{n - 1}({name})" if impl != "wrapped" else name,
+                    "wrapped": name, "block_size": n if impl != "wrapped" else None, "impl": impl,
+                    "batch": b, "steps": t, "input_size": i, "hidden_size": h, "threads": torch.get_num_threads(),
+                    "fwd_bwd_ms": 1e3 * tm["best_s"], "median_ms": 1e3 * tm["median_s"],
+                    "tokens_per_s": b * t / tm["best_s"], "vs_wrapped": tm["best_s"] / base,
+                    "fast_speedup_over_reference": (timing["reference"]["best_s"] / timing["fast"]["best_s"]
+                                                    if impl == "fast" and "reference" in timing else None),
+                    "macs_per_step": macs[impl], "macs_per_step_vs_wrapped": macs[impl] / macs["wrapped"],
+                })
+    return rows
+
+
+def format_table(rows: List[Dict[str, object]]) -> str:
+    head = (f"{'variant':<20} {'impl':<10} {'fwd+bwd ms':>11} {'median ms':>10} {'tok/s':>9} "
+            f"{'x wrapped':>9} {'fast/ref':>8} {'MMAC/step':>10} {'MAC x':>6}")
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        speed = r["fast_speedup_over_reference"]
+        lines.append(f"{r['cell']:<20} {r['impl']:<10} {r['fwd_bwd_ms']:>11.1f} {r['median_ms']:>10.1f} "
+                     f"{r['tokens_per_s']:>9.0f} {r['vs_wrapped']:>9.2f} "
+                     f"{(f'{speed:.2f}x' if speed else ''):>8} {r['macs_per_step'] / 1e6:>10.2f} "
+                     f"{r['macs_per_step_vs_wrapped']:>6.2f}")
+    return "\n".join(lines)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> None:
+    args = parse_args(argv)
+    start = time.perf_counter()
+    rows = run(args)
+    print(f"B={args.batch} T={args.steps} I={args.input_size} H={args.hidden_size}, "
+          f"threads={torch.get_num_threads()}, best of {args.repeats} (interleaved), forward+backward")
+    print(format_table(rows))
+    print(f"total {time.perf_counter() - start:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
