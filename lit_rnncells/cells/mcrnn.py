@@ -103,7 +103,9 @@ class MultiChannel(RecurrentCell):
         self._mixed_leaf = _output_leaf(inner)
         c = self.channels
         self.mix_weight = nn.Parameter(torch.empty(c, hidden_size, hidden_size))  # W_1 … W_{n−1}, eq. 2
-        self.att_weight = nn.Parameter(torch.empty(hidden_size, hidden_size + input_size))  # V = [V_h V_x], eq. 6
+        # V = [V_h V_x] of eq. 6, kept as two parameters: V_x x is hoisted, V_h runs in the step.
+        self.att_hidden = nn.Parameter(torch.empty(hidden_size, hidden_size))
+        self.att_input = nn.Parameter(torch.empty(hidden_size, input_size))
         self.att_vector = nn.Parameter(torch.empty(hidden_size))  # r, eq. 6
         # m for the slots 1 … n − 1 (exact in every float dtype, unlike 1/m; not saved).
         self.register_buffer("degree", torch.arange(1, c + 1, dtype=torch.float32).unsqueeze(-1), persistent=False)
@@ -114,8 +116,9 @@ class MultiChannel(RecurrentCell):
         """W_j = I (block size 2 is the wrapped cell); V, r uniform in ±1/sqrt(fan-in)."""
         with torch.no_grad():
             self.mix_weight.copy_(torch.eye(self.hidden_size).expand_as(self.mix_weight))
-        nn.init.uniform_(self.att_weight, -1 / math.sqrt(self.att_weight.shape[1]),
-                         1 / math.sqrt(self.att_weight.shape[1]))
+        bound = 1 / math.sqrt(self.hidden_size + self.input_size)  # fan-in of V
+        nn.init.uniform_(self.att_hidden, -bound, bound)
+        nn.init.uniform_(self.att_input, -bound, bound)
         nn.init.uniform_(self.att_vector, -1 / math.sqrt(self.hidden_size), 1 / math.sqrt(self.hidden_size))
 
     # -- contract -----------------------------------------------------------------------------
@@ -123,7 +126,7 @@ class MultiChannel(RecurrentCell):
     def project_input(self, x: Tensor) -> Tensor:
         """``[f.project_input(x), V_x x]``: the wrapped cell's input maps and eq. 6's input half."""
         inner = self.cell.project_input(x)
-        att_x = F.linear(x, self.att_weight[:, self.hidden_size:])
+        att_x = F.linear(x, self.att_input)
         return torch.cat([inner, att_x.to(inner.dtype)], dim=-1)
 
     def initial_state(self, batch_size: int, *, device: torch.device | None = None,
@@ -154,7 +157,7 @@ class MultiChannel(RecurrentCell):
         inner_x, att_x = x_proj_t[:, :-hs], x_proj_t[:, -hs:]
         # Eq. 2 on slots: slot i has in-degree m = i + 1 and needs h_{t−j} for j ≤ m; history_{j−1}
         # holds h_{t−j} of exactly the slots j − 1 … c − 1 that need it, and W_j multiplies only those.
-        w = self.mix_weight
+        w = self.mix_weight.unbind(0)  # one unbind (its backward one stack) instead of a select per W_j
         s = torch.matmul(history[0], w[0].t())
         for d in range(1, c):
             s[:, d:] += torch.matmul(history[d], w[d].t())
@@ -171,8 +174,8 @@ class MultiChannel(RecurrentCell):
         new_leaves = list(new_inner) if isinstance(new_inner, tuple) else [new_inner]
         h_ch = new_leaves.pop(self._mixed_leaf).view(batch, c, hs)
         # Eq. 4–6: e = rᵀ tanh(V_h h^k + V_x x), softmax over channels, mix.
-        v_h = self.att_weight[:, :hs]
-        energy = torch.matmul(torch.tanh(torch.matmul(h_ch, v_h.t()) + att_x.unsqueeze(1)), self.att_vector)
+        energy = torch.matmul(torch.tanh(torch.matmul(h_ch, self.att_hidden.t()) + att_x.unsqueeze(1)),
+                              self.att_vector)
         alpha = torch.softmax(energy, dim=1)
         h_t = torch.matmul(alpha.unsqueeze(1).to(h_ch.dtype), h_ch).squeeze(1)
         if self._attention_log is not None:

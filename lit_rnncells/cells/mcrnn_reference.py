@@ -42,6 +42,7 @@ def reference_forward(mc: MultiChannel, x: Tensor) -> Tuple[Tensor, Tensor]:
     h: Dict[int, Dict[int, Tensor]] = {k: {} for k in range(1, channels + 1)}
     carried: Dict[int, List[Tensor]] = {k: [leaf for i, leaf in enumerate(init_leaves) if i != mixed]
                                         for k in range(1, channels + 1)}
+    big_v = torch.cat([mc.att_hidden, mc.att_input], dim=1)  # V of eq. 6, acting on [h; x]
     outputs: List[Tensor] = []
     alphas: List[Tensor] = []
     for t in range(1, steps + 1):
@@ -63,7 +64,7 @@ def reference_forward(mc: MultiChannel, x: Tensor) -> Tuple[Tensor, Tensor]:
             h[k][t] = h_k
             carried[k] = new_leaves  # c^k_t, carried to the next node of channel k
             h_t_channels.append(h_k)
-            v = torch.tanh(torch.cat([h_k, x_t], dim=-1) @ mc.att_weight.t())  # eq. 6
+            v = torch.tanh(torch.cat([h_k, x_t], dim=-1) @ big_v.t())  # eq. 6
             energies.append(v @ mc.att_vector)
         alpha = torch.softmax(torch.stack(energies, dim=1), dim=1)  # eq. 5
         h_t = sum(alpha[:, k - 1: k] * h_t_channels[k - 1] for k in range(1, channels + 1))  # eq. 4
