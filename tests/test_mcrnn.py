@@ -43,8 +43,9 @@ def test_in_degree_is_eq_1_and_gives_figure_2():
     for n in (2, 3, 4, 5):
         for k in range(1, n):
             # Under eq. 1 channel k's blocks end (full in-degree n − 1) at t ≡ k mod (n − 1) and the next
-            # node starts a new block (in-degree 1). (The paper's prose lists the first block of channel k
-            # as h_{2−k} … h_{n+1−k}: the same partitions with labels k ↔ 2 − k mod (n − 1); we follow eq. 1.)
+            # node starts a new block (in-degree 1). (The paper's prose lists the first block of channel
+            # k as h_{2−k} … h_{n+1−k}: the same partitions with labels k ↔ 2 − k mod (n − 1); we follow
+            # eq. 1.)
             assert in_degree(k + n - 1, k, n) == n - 1
             assert in_degree(k + n, k, n) == 1
         for t in range(1, 9):  # at every step the channels' in-degrees are a permutation of 1 … n − 1

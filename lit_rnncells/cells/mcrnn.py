@@ -147,7 +147,8 @@ class MultiChannel(RecurrentCell):
     def step(self, x_proj_t: Tensor, state: MCState) -> MCState:  # type: ignore[override]
         return self._step(x_proj_t, state, want_aux=False)[0]
 
-    def step_with_aux(self, x_proj_t: Tensor, state: MCState) -> Tuple[MCState, Optional[Tensor]]:  # type: ignore[override]
+    def step_with_aux(  # type: ignore[override]
+            self, x_proj_t: Tensor, state: MCState) -> Tuple[MCState, Optional[Tensor]]:
         return self._step(x_proj_t, state, want_aux=self.has_aux_loss)
 
     def _step(self, x_proj_t: Tensor, state: MCState, want_aux: bool) -> Tuple[MCState, Optional[Tensor]]:
@@ -172,7 +173,7 @@ class MultiChannel(RecurrentCell):
         else:
             new_inner, aux = self.cell.step(x_rep, inner_state), None
         new_leaves = list(new_inner) if isinstance(new_inner, tuple) else [new_inner]
-        h_ch = new_leaves.pop(self._mixed_leaf).view(batch, c, hs)
+        h_ch = new_leaves.pop(self._mixed_leaf).reshape(batch, c, hs)
         # Eq. 4–6: e = rᵀ tanh(V_h h^k + V_x x), softmax over channels, mix.
         energy = torch.matmul(torch.tanh(torch.matmul(h_ch, self.att_hidden.t()) + att_x.unsqueeze(1)),
                               self.att_vector)
@@ -183,7 +184,7 @@ class MultiChannel(RecurrentCell):
         # Rotate: slot i -> i + 1, the block end (slot c − 1) starts the next block in slot 0, where
         # only its newest h is read; so deeper history just drops its last slot (a view, no copy).
         new_history = [h_ch.roll(1, dims=1), *(h[:, :-1] for h in history[:-1])]
-        new_carried = [leaf.view(batch, c, *leaf.shape[1:]).roll(1, dims=1) for leaf in new_leaves]
+        new_carried = [leaf.reshape(batch, c, *leaf.shape[1:]).roll(1, dims=1) for leaf in new_leaves]
         if aux is not None:
             aux = aux.view(batch, c).mean(1)
         return (h_t, (phase + 1) % c, *new_history, *new_carried), aux
