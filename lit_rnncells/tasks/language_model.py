@@ -11,6 +11,7 @@ over the whole split with carried state and reports the token-weighted mean NLL 
 """
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -19,9 +20,9 @@ from lightning.pytorch.cli import LRSchedulerCallable, OptimizerCallable
 from lightning.pytorch.utilities import rank_zero_info, rank_zero_warn
 from torch import Tensor, nn
 from torch.nn import functional as F
-from torchmetrics import SumMetric
 
 from ..cells.base import State, check_positive
+from ..cells.registry import get_cell
 from ..data.language_model import check_vocabulary
 from ..data.text import Vocabulary, VocabularyMismatchError
 from ..nn.dropout import (LockedDropout, WeightDrop, activation_regularization, embedding_dropout,
@@ -58,10 +59,13 @@ class LanguageModel(RecurrentTask):
                  scale_lr_with_seq_len: bool = False, nt_asgd: bool = False, nonmono: int = 5,
                  optimizer: OptimizerCallable = torch.optim.Adam,
                  lr_scheduler: Optional[LRSchedulerCallable] = None, scheduler_monitor: str = "val/loss") -> None:
-        super().__init__(cell, optimizer, lr_scheduler, scheduler_monitor)
+        super().__init__(cell_from_config(cell), optimizer, lr_scheduler, scheduler_monitor)
         check_positive(vocab_size=vocab_size, embedding_size=embedding_size, hidden_size=hidden_size,
                        num_layers=num_layers)
-        self.save_hyperparameters()
+        # Plain data only, so checkpoints load with torch.load(weights_only=True); the optimiser is rebuilt
+        # from the config (or defaults to Adam) and its state comes from the checkpoint.
+        self.save_hyperparameters(ignore=["optimizer", "lr_scheduler"])
+        self.hparams["cell"] = cell_config(cell)
         self.embedding = nn.Embedding(vocab_size, embedding_size)
         last = embedding_size if tie_weights and deep_output_size == 0 else hidden_size
         sizes = [embedding_size] + [hidden_size] * (num_layers - 1) + [last]
@@ -77,7 +81,7 @@ class LanguageModel(RecurrentTask):
             self.decoder.weight = self.embedding.weight
         self.drop_in, self.drop_h, self.drop_out = LockedDropout(dropout_i), LockedDropout(dropout_h), \
             LockedDropout(dropout)
-        self.sums = nn.ModuleDict({f"{s}_{k}": SumMetric() for s in ("val", "test") for k in ("nll", "tokens")})
+        self._eval_sums: Optional[Tensor] = None  # [summed NLL, tokens] of this rank, float64
         self.vocab: Optional[Vocabulary] = None
         self._train_state: Optional[LayerStates] = None
         self._eval_state: Optional[LayerStates] = None
@@ -114,13 +118,20 @@ class LanguageModel(RecurrentTask):
 
     # --- training: truncated BPTT ----------------------------------------------------
     def on_train_epoch_start(self) -> None:
-        pending, self._pending = self._pending, None
         self._train_state = None  # a new epoch starts every stream afresh
+        self._restore_pending()
+
+    def _restore_pending(self) -> None:
+        """Take the carried state restored from a checkpoint if it belongs to this epoch. Lightning does not
+        call ``on_train_epoch_start`` when it resumes mid-epoch, so the first training step also asks."""
+        pending, self._pending = self._pending, None
         if pending is not None and pending["epoch"] == self.current_epoch:
             self._train_state = map_state(lambda t: t.to(self.device), pending["state"])
 
     def training_step(self, batch: Dict[str, Any], batch_idx: int) -> Tensor:
         inputs, targets = batch["inputs"], batch["targets"]
+        if self._pending is not None:
+            self._restore_pending()
         state = self._train_state
         if state is not None and _batch_size(state) != inputs.shape[0]:
             state = None
@@ -161,21 +172,23 @@ class LanguageModel(RecurrentTask):
         self._eval_state = state
         nll = F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), targets.reshape(-1), reduction="none")
         mask = (torch.arange(inputs.shape[1], device=inputs.device) < lengths.unsqueeze(1)).reshape(-1)
-        self.sums[f"{stage}_nll"].update(nll[mask].sum())
-        self.sums[f"{stage}_tokens"].update(mask.sum().float())
+        sums = torch.stack([nll[mask].double().sum(), mask.sum().double()])
+        self._eval_sums = sums if self._eval_sums is None else self._eval_sums + sums
 
     def _eval_epoch_end(self, stage: str) -> float:
-        nll_sum, tokens = self.sums[f"{stage}_nll"], self.sums[f"{stage}_tokens"]
-        mean = nll_sum.compute() / tokens.compute().clamp_min(1)  # summed over every rank's tokens
-        nll_sum.reset()
-        tokens.reset()
+        sums = self._eval_sums if self._eval_sums is not None else torch.zeros(2, dtype=torch.float64,
+                                                                                  device=self.device)
+        self._eval_sums = None
+        if self.trainer.world_size > 1:  # every rank's NLL and token count, then one token-weighted mean
+            sums = self.trainer.strategy.reduce(sums, reduce_op="sum")
+        mean = (sums[0] / sums[1].clamp_min(1)).float()
         self.log(f"{stage}/loss", mean, prog_bar=True)
         self.log(f"{stage}/bpc", mean / LN2)
         self.log(f"{stage}/ppl", torch.exp(mean.clamp(max=50)))
         return float(mean)
 
     def on_validation_epoch_start(self) -> None:
-        self._eval_state = None
+        self._eval_state, self._eval_sums = None, None
         self._swap_in_average()
 
     def validation_step(self, batch: Dict[str, Any], batch_idx: int) -> None:
@@ -188,7 +201,7 @@ class LanguageModel(RecurrentTask):
             self._maybe_switch_to_asgd(loss)
 
     def on_test_epoch_start(self) -> None:
-        self._eval_state = None
+        self._eval_state, self._eval_sums = None, None
         self._swap_in_average()
 
     def test_step(self, batch: Dict[str, Any], batch_idx: int) -> None:
@@ -321,6 +334,31 @@ class LanguageModel(RecurrentTask):
             print(f"--- sample {batch_idx} (prompt {batch['prompt']!r}, temperature {batch['temperature']}) ---\n"
                   f"{text}", flush=True)
         return text
+
+
+def cell_config(cell: Any) -> Any:
+    """A JSON-able description of a cell spec (registered name, or ``{class_path, init_args}``) for hparams."""
+    if isinstance(cell, (str, dict)):
+        return cell
+    if isinstance(cell, type):
+        try:
+            return cell.__name__ if get_cell(cell.__name__) is cell else cell
+        except ValueError:
+            return cell
+    if isinstance(cell, functools.partial):  # functools.partial(cls, ...) or jsonargparse's partial(…, cls, ...)
+        cls = cell.func if isinstance(cell.func, type) else next((a for a in cell.args if isinstance(a, type)), None)
+        if cls is not None:
+            return {"class_path": cell_config(cls),
+                    "init_args": {k: cell_config(v) if callable(v) else v for k, v in cell.keywords.items()}}
+    return cell
+
+
+def cell_from_config(spec: Any) -> Any:
+    """Inverse of :func:`cell_config`: a ``{class_path, init_args}`` dict becomes a factory."""
+    if isinstance(spec, dict) and "class_path" in spec:
+        cls = get_cell(spec["class_path"].rsplit(".", 1)[-1])
+        return functools.partial(cls, **{k: cell_from_config(v) for k, v in spec.get("init_args", {}).items()})
+    return spec
 
 
 def _batch_size(state: LayerStates) -> int:
