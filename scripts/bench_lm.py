@@ -162,6 +162,8 @@ def main() -> None:
                 runs["rnn"].append(bare_tokens_per_s(args, cell, dm.vocab_size, full=False))
                 runs["net"].append(bare_tokens_per_s(args, cell, dm.vocab_size, full=True))
                 runs["task"].append(task_tokens_per_s(args, dm, cell))
+                print(f"  round: bare Recurrent {runs['rnn'][-1]:,.0f}, bare network {runs['net'][-1]:,.0f}, "
+                      f"task loop {runs['task'][-1]:,.0f} tokens/s", flush=True)
             rnn, net, task = max(runs["rnn"]), max(runs["net"]), max(runs["task"])
             results["throughput"].append({"cell": cell, "bare_rnn": rnn, "bare_net": net, "task": task})
             print(f"| {cell} | {rnn:,.0f} | {net:,.0f} | {task:,.0f} | {task / rnn:.3f} | {task / net:.3f} |",
