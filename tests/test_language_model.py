@@ -222,7 +222,8 @@ def _cli_args(config: str, folder: Path, out: Path) -> List[str]:
 
 @pytest.mark.real_data
 def test_real_ptb_char_short_fit_lowers_bpc(data_dir: Path) -> None:
-    dm = LanguageModelDataModule("ptb_char", str(data_dir / "ptb"), batch_size=16, eval_batch_size=16, bptt=50)
+    dm = LanguageModelDataModule("ptb_char", str(data_dir / "ptb"), batch_size=16, eval_batch_size=16, bptt=50,
+                                 cache_dir="")
     lm = LanguageModel("GRU", vocab_size=dm.vocab_size, embedding_size=16, hidden_size=64,
                        optimizer=functools.partial(torch.optim.Adam, lr=0.01))
     t = trainer(max_epochs=1, limit_train_batches=30, limit_val_batches=10)
