@@ -1,0 +1,38 @@
+"""The README's code examples run as written."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import torch
+
+from lit_rnncells.cells import registry
+from lit_rnncells.nn import Recurrent
+from lit_rnncells.nn.dropout import WeightDrop
+
+README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+
+
+def python_block_after(heading: str) -> str:
+    section = README.split(heading, 1)[1]
+    return re.search(r"```python\n(.*?)```", section, re.S).group(1)
+
+
+def test_adding_a_cell_example_runs_and_trains(monkeypatch):
+    monkeypatch.setattr(registry, "_CELLS", dict(registry._CELLS))  # keep the global registry clean
+    namespace: dict = {}
+    exec(python_block_after("## Adding a cell"), namespace)
+    layer = Recurrent("minimalrnn", 5, 6, num_layers=2, bidirectional=True, batch_first=True)
+    out, state = layer(torch.randn(3, 4, 5), lengths=torch.tensor([4, 2, 1]))
+    assert out.shape == (3, 4, 12) and state.shape == (4, 3, 6)
+    dropped = WeightDrop(layer, 0.5).train()
+    dropped(torch.randn(3, 4, 5))[0].sum().backward()
+    assert all(p.grad is not None for p in layer.parameters())
+
+
+def test_subclass_example_matches_the_tested_module():
+    example = python_block_after("## Subclassing a task")
+    source = (Path(__file__).parent / "examples" / "custom_task.py").read_text()
+    for line in example.strip().splitlines():
+        if line.strip() and not line.startswith(("import", "from")):
+            assert line.strip() in source, line
