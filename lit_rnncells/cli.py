@@ -1,7 +1,7 @@
 """``python -m lit_rnncells {fit,validate,test,predict} --config ...``: LightningCLI for every task."""
 from __future__ import annotations
 
-from typing import Any, List, Optional
+from typing import List, Optional
 
 from lightning.pytorch import LightningDataModule, LightningModule, Trainer
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI, SaveConfigCallback

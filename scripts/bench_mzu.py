@@ -23,8 +23,8 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 import torch
 from torch import Tensor
-from torch.utils.flop_counter import FlopCounterMode
 
+from lit_rnncells.benchmark import step_macs
 from lit_rnncells.cells import GRUDT, CapMZU, GcnMZU, RecurrentCell, SatMZU
 from lit_rnncells.nn import Recurrent
 
@@ -42,15 +42,6 @@ def cell_factories(args: argparse.Namespace) -> Dict[str, Callable[[int, int], R
         "gcnMZU+DT": partial(GcnMZU, **mzu),
         "capMZU+DT": partial(CapMZU, capsules=2, routing_iterations=3, **mzu),
     }
-
-
-def step_macs(cell: RecurrentCell) -> int:
-    """Multiply-accumulates of one ``cell.step`` at batch 1 (matmul-like ops, from shapes)."""
-    x_proj = cell.project_input(torch.zeros(1, cell.input_size))
-    state = cell.initial_state(1)
-    with torch.no_grad(), FlopCounterMode(display=False) as counter:
-        cell.step(x_proj, state)
-    return counter.get_total_flops() // 2
 
 
 def fwd_bwd_seconds(layer: Recurrent, x: Tensor, clock: Callable[[], float] = time.perf_counter) -> float:

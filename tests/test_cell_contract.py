@@ -6,7 +6,6 @@ import torch
 from torch.func import functional_call
 
 from lit_rnncells.nn import Recurrent
-from lit_rnncells.nn.recurrent import map_state
 
 from .cell_cases import cell_cases, uncovered_cells
 

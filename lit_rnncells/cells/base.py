@@ -11,10 +11,12 @@ the layer can mask padded steps and stack layers without knowing the cell.
 """
 from __future__ import annotations
 
+import math
 from typing import Callable, Optional, Tuple, Union
 
 import torch
 from torch import Tensor, nn
+from torch.nn import functional as F
 
 State = Union[Tensor, Tuple[Tensor, ...]]
 """A cell's recurrent state: one tensor or a tuple of tensors, batch first."""
@@ -72,6 +74,31 @@ class RecurrentCell(nn.Module):
 
     def extra_repr(self) -> str:
         return f"{self.input_size}, {self.hidden_size}"
+
+
+class AffineCell(RecurrentCell):
+    """A cell with one input map ``(G*H, I)`` and one state map ``(G*H, H)``, initialised
+    like torch.nn.GRU: every weight and bias uniform in ±1/sqrt(H)."""
+
+    gates: int = 1
+    recurrent_weights = ("weight_hh",)  # hidden-to-hidden maps, for DropConnect (nn.dropout.WeightDrop)
+
+    def __init__(self, input_size: int, hidden_size: int) -> None:
+        super().__init__(input_size, hidden_size)
+        g = self.gates * hidden_size
+        self.weight_ih = nn.Parameter(torch.empty(g, input_size))
+        self.weight_hh = nn.Parameter(torch.empty(g, hidden_size))
+        self.bias_ih = nn.Parameter(torch.empty(g))
+        self.bias_hh = nn.Parameter(torch.empty(g))
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        bound = 1.0 / math.sqrt(self.hidden_size)
+        for p in self.parameters():
+            nn.init.uniform_(p, -bound, bound)
+
+    def project_input(self, x: Tensor) -> Tensor:
+        return F.linear(x, self.weight_ih, self.bias_ih)
 
 
 CellFactory = Callable[[int, int], RecurrentCell]

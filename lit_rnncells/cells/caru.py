@@ -1,18 +1,16 @@
 """CARU, the content-adaptive recurrent unit (Chan et al., caru.md eq. 4a–4e)."""
 from __future__ import annotations
 
-import math
-
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 from torch.nn import functional as F
 
-from .base import RecurrentCell
+from .base import AffineCell
 from .registry import register_cell
 
 
 @register_cell()
-class CARU(RecurrentCell):
+class CARU(AffineCell):
     """Content-adaptive recurrent unit, caru.md equations 4a–4e:
 
         x' = W_vn v + b_vn                              (4a)
@@ -29,20 +27,7 @@ class CARU(RecurrentCell):
     l ⊙ tanh(x' + b_hn)).
     """
 
-    recurrent_weights = ("weight_hh",)  # hidden-to-hidden maps, for DropConnect (nn.dropout.WeightDrop)
-
-    def __init__(self, input_size: int, hidden_size: int) -> None:
-        super().__init__(input_size, hidden_size)
-        self.weight_ih = nn.Parameter(torch.empty(2 * hidden_size, input_size))
-        self.bias_ih = nn.Parameter(torch.empty(2 * hidden_size))
-        self.weight_hh = nn.Parameter(torch.empty(2 * hidden_size, hidden_size))
-        self.bias_hh = nn.Parameter(torch.empty(2 * hidden_size))
-        self.reset_parameters()
-
-    def reset_parameters(self) -> None:
-        bound = 1.0 / math.sqrt(self.hidden_size)
-        for p in self.parameters():
-            nn.init.uniform_(p, -bound, bound)
+    gates = 2
 
     def project_input(self, x: Tensor) -> Tensor:
         proj = F.linear(x, self.weight_ih, self.bias_ih)  # [x', W_vz v + b_vz]

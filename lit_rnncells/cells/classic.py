@@ -6,40 +6,14 @@ copy across one to one.
 """
 from __future__ import annotations
 
-import math
 from typing import Tuple
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 from torch.nn import functional as F
 
-from .base import RecurrentCell
+from .base import AffineCell
 from .registry import register_cell
-
-
-class AffineCell(RecurrentCell):
-    """A cell with one input map ``(G*H, I)`` and one state map ``(G*H, H)``, initialised
-    like torch.nn.GRU: every weight and bias uniform in ±1/sqrt(H)."""
-
-    gates: int = 1
-    recurrent_weights = ("weight_hh",)  # hidden-to-hidden maps, for DropConnect (nn.dropout.WeightDrop)
-
-    def __init__(self, input_size: int, hidden_size: int) -> None:
-        super().__init__(input_size, hidden_size)
-        g = self.gates * hidden_size
-        self.weight_ih = nn.Parameter(torch.empty(g, input_size))
-        self.weight_hh = nn.Parameter(torch.empty(g, hidden_size))
-        self.bias_ih = nn.Parameter(torch.empty(g))
-        self.bias_hh = nn.Parameter(torch.empty(g))
-        self.reset_parameters()
-
-    def reset_parameters(self) -> None:
-        bound = 1.0 / math.sqrt(self.hidden_size)
-        for p in self.parameters():
-            nn.init.uniform_(p, -bound, bound)
-
-    def project_input(self, x: Tensor) -> Tensor:
-        return F.linear(x, self.weight_ih, self.bias_ih)
 
 
 @register_cell()

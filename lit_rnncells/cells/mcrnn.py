@@ -248,7 +248,6 @@ def channel_attention(module: nn.Module, x: Tensor, state: Optional[Any] = None,
             raise TypeError(f"Layer {layer}, direction {direction} holds a {type(cell).__name__}, not a MultiChannel.")
         with cell.recording_attention() as log:
             module(x, state, lengths)
-        steps = x.shape[1] if module.batch_first else x.shape[0]
         batch = x.shape[0] if module.batch_first else x.shape[1]
         if not log:
             return x.new_zeros(batch, 0, cell.channels)

@@ -1,7 +1,7 @@
 """Wiring every task shares: the cell factory, optimiser and scheduler, auxiliary-loss logging."""
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Optional, Union
+from typing import Any, Optional, Union
 
 import torch
 from lightning.pytorch import LightningModule
