@@ -104,9 +104,12 @@ class LanguageModel(RecurrentTask):
         states, aux = [], x.new_zeros((), dtype=torch.float32)
         raw = x
         for i, rnn in enumerate(self.rnns):
-            raw, st, layer_aux = rnn(x, None if state is None else state[i], lengths, return_aux=True)
+            if self.training:  # the auxiliary loss (MZU's zone cosines) is only needed for training
+                raw, st, layer_aux = rnn(x, None if state is None else state[i], lengths, return_aux=True)
+                aux = aux + layer_aux.float()
+            else:
+                raw, st = rnn(x, None if state is None else state[i], lengths)
             states.append(st)
-            aux = aux + layer_aux.float()
             x = self.drop_h(raw) if i < len(self.rnns) - 1 else self.drop_out(raw)
         dropped = x
         if self.deep_output is not None:
