@@ -38,8 +38,9 @@ def test_dropconnect_mask_fixed_in_time_new_per_forward_off_in_eval(name: str) -
     raw = [dict(layer.named_parameters())[n].detach().clone() for n in names]
     seen = _recording(layer, names)
     x = torch.randn(3, 7, 6)
+    lengths = torch.tensor([7, 7, 6])  # one padded step: the step loop runs (LSTM's fused kernel would not record)
     wd.train()
-    out, _ = wd(x)
+    out, _ = wd(x, lengths=lengths)
     first = seen[:]
     assert len(first) == 7
     for step in first[1:]:  # the same dropped weights at every time step
@@ -50,11 +51,11 @@ def test_dropconnect_mask_fixed_in_time_new_per_forward_off_in_eval(name: str) -
         assert zeros.any() and not torch.equal(dropped, w)  # some connections dropped
         torch.testing.assert_close(dropped[~zeros], w[~zeros] * 2.0)  # the rest scaled by 1/(1-p)
     seen.clear()
-    wd(x)
+    wd(x, lengths=lengths)
     assert any(not torch.equal(a, b) for a, b in zip(seen[0], first[0]))  # a new mask on the next forward
     seen.clear()
     wd.eval()
-    wd(x)
+    wd(x, lengths=lengths)
     for a, w in zip(seen[0], raw):
         assert torch.equal(a, w)  # off in eval
 

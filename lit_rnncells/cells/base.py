@@ -63,6 +63,16 @@ class RecurrentCell(nn.Module):
         """Like :meth:`step`, also returning a per-example auxiliary loss ``(B,)`` or ``None``."""
         return self.step(x_proj_t, state), None
 
+    def fused_sequence(self, x: Tensor, state: State) -> Optional[Tuple[Tensor, State]]:
+        """Optionally run a whole unpadded sequence ``(T, B, input_size)`` in one fused kernel.
+
+        Returns ``(outputs (T, B, H), final state)``, or ``None`` (the default) to let the layer
+        loop over :meth:`step`. Only cells whose equations are exactly a fused kernel's (our
+        LSTM is torch's) implement it; the layer uses it when no step is padded and no
+        auxiliary loss is wanted.
+        """
+        return None
+
     def initial_state(self, batch_size: int, *, device: torch.device | None = None,
                       dtype: torch.dtype | None = None) -> State:
         """The zero state for a batch."""

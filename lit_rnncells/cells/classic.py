@@ -77,6 +77,17 @@ class LSTM(AffineCell):
     def output(self, state: Tuple[Tensor, Tensor]) -> Tensor:
         return state[0]
 
+    def fused_sequence(self, x: Tensor, state: Tuple[Tensor, Tensor]) -> Tuple[Tensor, Tuple[Tensor, Tensor]]:
+        """The same equations through torch's fused LSTM kernel (oneDNN on CPU, cuDNN on GPU).
+
+        Reads the weights at call time, so DropConnect's dropped copies are used.
+        """
+        h0, c0 = state
+        out, h_n, c_n = torch.lstm(x, (h0.unsqueeze(0), c0.unsqueeze(0)),
+                                   [self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh],
+                                   True, 1, 0.0, self.training, False, False)
+        return out, (h_n[0].to(h0.dtype), c_n[0].to(c0.dtype))
+
 
 @register_cell()
 class MGU(AffineCell):

@@ -48,8 +48,12 @@ def run_cell(cell: RecurrentCell, x: Tensor, state: State, mask: Optional[Tensor
     and the summed auxiliary loss over real steps (``None`` unless ``want_aux``
     and the cell has one).
     """
-    x_proj = cell.project_input(x)
     use_aux = want_aux and cell.has_aux_loss
+    if mask is None and not use_aux and x.shape[0] > 0:
+        fused = cell.fused_sequence(x, state)
+        if fused is not None:
+            return fused[0], fused[1], None
+    x_proj = cell.project_input(x)
     outputs: List[Tensor] = []
     aux_total: Optional[Tensor] = None
     step_fn = cell.step_with_aux if use_aux else None
