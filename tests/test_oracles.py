@@ -135,3 +135,30 @@ def test_lstm_fused_kernel_equals_the_step_loop():
     torch.testing.assert_close(fused_out, loop_out, atol=1e-5, rtol=0)
     for a, b in zip(fused_state + fused_grads, loop_state + loop_grads):
         torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize("ops", [("keep", "replace", "max", "min", "mul", "diff", "forget"),
+                                 ("max", "signed_diff"), ("forget",)])
+def test_mufuru_basis_contraction_equals_calling_each_op(ops):
+    """Ops with a basis decomposition are summed in one contraction: same values as Σ_j p^j op^j(s, v)."""
+    from lit_rnncells.cells.mufuru import _OPS
+
+    torch.manual_seed(0)
+    cell = MuFuRU(4, 6, ops=ops).double()
+    assert cell.basis is not None
+    x, s = torch.randn(3, 4, dtype=torch.float64), torch.randn(3, 6, dtype=torch.float64)
+    xp = cell.project_input(x)
+    h = 6
+    hs = s @ cell.weight_hs.T
+    r = torch.sigmoid(xp[:, :h] + hs[:, :h])
+    v = torch.tanh(xp[:, h: 2 * h] + (r * s) @ cell.weight_hv.T)
+    p = torch.softmax((xp[:, 2 * h:] + hs[:, h:]).view(3, len(ops), h), dim=1)
+    expected = sum(p[:, j] * _OPS[o](s, v) for j, o in enumerate(ops))
+    torch.testing.assert_close(cell.step(xp, s), expected, atol=1e-12, rtol=0)
+
+
+def test_mufuru_op_without_basis_takes_the_general_path():
+    cell = MuFuRU(3, 4, ops=("keep", "sqr_diff"))
+    assert cell.basis is None
+    out, _ = _run(cell, torch.randn(2, 5, 3))
+    assert torch.isfinite(out).all()

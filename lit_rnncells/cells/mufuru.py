@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import math
-from typing import Callable, Dict, Optional, Sequence
+from typing import Callable, Dict, Optional, Sequence, Tuple
 
 import torch
 from torch import Tensor, nn
@@ -15,19 +15,29 @@ CompositionOp = Callable[[Tensor, Tensor], Tensor]
 """An element-wise composition op(s, v) of the previous state s and new features v."""
 
 _OPS: Dict[str, CompositionOp] = {}
-_ZERO_OPS = {"forget"}  # ops known to return 0: skipped in the sum
+BASIS = ("s", "v", "|s-v|", "s*v")
+"""Terms many ops are linear combinations of: max(s, v) = (s + v + |s − v|) / 2, etc."""
+_BASIS_COEFFICIENTS: Dict[str, Tuple[float, float, float, float]] = {}
 
 
-def register_mufuru_op(name: str, op: Optional[CompositionOp] = None):
+def register_mufuru_op(name: str, op: Optional[CompositionOp] = None, *,
+                       basis: Optional[Sequence[float]] = None):
     """Register a composition op by name: ``register_mufuru_op("avg", lambda s, v: (s + v) / 2)``.
 
-    Usable as a decorator too. Ops must be differentiable and element-wise.
+    Usable as a decorator too. Ops must be differentiable and element-wise. ``basis``
+    optionally gives the op as coefficients of ``BASIS`` (``avg``: ``(0.5, 0.5, 0, 0)``);
+    when every op of a cell has one, the cell sums them in one contraction instead of
+    calling each op (same values; a faster step).
     """
 
     def add(fn: CompositionOp) -> CompositionOp:
         if name in _OPS and _OPS[name] is not fn:
             raise ValueError(f"A MuFuRU op named {name!r} is already registered; pick another name.")
         _OPS[name] = fn
+        if basis is not None:
+            if len(basis) != len(BASIS):
+                raise ValueError(f"basis must give {len(BASIS)} coefficients for {BASIS}, got {list(basis)}.")
+            _BASIS_COEFFICIENTS[name] = tuple(float(b) for b in basis)  # type: ignore[assignment]
         return fn
 
     return add(op) if op is not None else add
@@ -38,15 +48,15 @@ def available_mufuru_ops() -> list[str]:
 
 
 # Table 1 of the paper.
-register_mufuru_op("keep", lambda s, v: s)
-register_mufuru_op("replace", lambda s, v: v)
-register_mufuru_op("max", torch.maximum)
-register_mufuru_op("min", torch.minimum)
-register_mufuru_op("mul", torch.mul)
-register_mufuru_op("diff", lambda s, v: 0.5 * (s - v).abs())
-register_mufuru_op("forget", lambda s, v: torch.zeros_like(s))
+register_mufuru_op("keep", lambda s, v: s, basis=(1, 0, 0, 0))
+register_mufuru_op("replace", lambda s, v: v, basis=(0, 1, 0, 0))
+register_mufuru_op("max", torch.maximum, basis=(0.5, 0.5, 0.5, 0))
+register_mufuru_op("min", torch.minimum, basis=(0.5, 0.5, -0.5, 0))
+register_mufuru_op("mul", torch.mul, basis=(0, 0, 0, 1))
+register_mufuru_op("diff", lambda s, v: 0.5 * (s - v).abs(), basis=(0, 0, 0.5, 0))
+register_mufuru_op("forget", lambda s, v: torch.zeros_like(s), basis=(0, 0, 0, 0))
 # Variants found in other implementations; not in the default set.
-register_mufuru_op("signed_diff", lambda s, v: 0.5 * (s - v))
+register_mufuru_op("signed_diff", lambda s, v: 0.5 * (s - v), basis=(0.5, -0.5, 0, 0))
 register_mufuru_op("sqr_diff", lambda s, v: 0.25 * (s - v) ** 2)
 
 PAPER_OPS = ("keep", "replace", "max", "min", "mul", "diff", "forget")
@@ -93,7 +103,12 @@ class MuFuRU(RecurrentCell):
         self.weight_hs = nn.Parameter(torch.empty((1 + n_ops) * h, h))
         self.weight_hv = nn.Parameter(torch.empty(h, h))
         self._op_fns = [_OPS[o] for o in ops]
-        self._live = [i for i, o in enumerate(ops) if o not in _ZERO_OPS]
+        if all(o in _BASIS_COEFFICIENTS for o in ops):
+            coefficients = torch.tensor([_BASIS_COEFFICIENTS[o] for o in ops])  # (l, 4)
+            self._terms = [k for k in range(len(BASIS)) if coefficients[:, k].any()]
+            self.register_buffer("basis", coefficients[:, self._terms].contiguous(), persistent=False)
+        else:
+            self._terms, self.basis = [], None
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -114,11 +129,22 @@ class MuFuRU(RecurrentCell):
         v = torch.tanh(torch.addmm(x_proj_t[:, h: 2 * h], r * state, self.weight_hv.t()))
         logits = (x_proj_t[:, 2 * h:] + hs[:, h:]).view(-1, len(self.ops), h)
         p = torch.softmax(logits, dim=1)
-        new = None
-        for j in self._live:
-            term = p[:, j] * self._op_fns[j](state, v)
-            new = term if new is None else new + term
-        return new if new is not None else torch.zeros_like(state)
+        if self.basis is None:
+            return sum(p[:, j] * fn(state, v) for j, fn in enumerate(self._op_fns))
+        if not self._terms:
+            return torch.zeros_like(state)
+        # Σ_j p^j op^j(s, v) = Σ_k (Σ_j p^j B_jk) term_k(s, v): one contraction, at most 4 terms.
+        weights = torch.einsum("blh,lk->bkh", p, self.basis.to(p.dtype))
+        terms = [self._basis_term(k, state, v) for k in self._terms]
+        return (weights * torch.stack(terms, dim=1)).sum(1)
+
+    @staticmethod
+    def _basis_term(k: int, s: Tensor, v: Tensor) -> Tensor:
+        if k == 0:
+            return s
+        if k == 1:
+            return v
+        return (s - v).abs() if k == 2 else s * v
 
     def extra_repr(self) -> str:
         return f"{self.input_size}, {self.hidden_size}, ops={list(self.ops)}"
