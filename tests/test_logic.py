@@ -90,3 +90,23 @@ def test_evaluator_learns_one_gate_formulas():
     trainer.fit(model, dm)
     result = trainer.validate(model, dataloaders=dm._loader("train", False), verbose=False)[0]
     assert result["val/acc"] > 0.95
+
+
+def test_checkpoint_of_a_python_built_model_loads_with_weights_only(tmp_path):
+    """hparams hold no callables: the cell is stored as a name or {class_path, init_args}."""
+    from functools import partial
+
+    from lit_rnncells.cells import MuFuRU
+
+    dm = LogicDataModule(train_size=8, val_size=2, test_size=2, train_gates=(1, 1), test_gates=(2, 2), batch_size=4)
+    model = LogicEvaluator(cell=partial(MuFuRU, ops=("keep", "replace")), hidden_size=6,
+                           optimizer=lambda p: torch.optim.SGD(p, lr=0.1))
+    trainer = L.Trainer(max_epochs=1, accelerator="cpu", logger=False, enable_progress_bar=False,
+                        enable_model_summary=False, default_root_dir=tmp_path)
+    trainer.fit(model, dm)
+    ckpt = next(tmp_path.rglob("*.ckpt"))
+    assert torch.load(ckpt, weights_only=True)["hyper_parameters"]["cell"] == {
+        "class_path": "MuFuRU", "init_args": {"ops": ("keep", "replace")}}
+    restored = LogicEvaluator.load_from_checkpoint(ckpt)
+    assert restored.rnn.cell().ops == ("keep", "replace")
+    torch.testing.assert_close(restored.classifier.weight, model.classifier.weight)

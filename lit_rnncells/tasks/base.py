@@ -1,6 +1,8 @@
 """Wiring every task shares: the cell factory, optimiser and scheduler, auxiliary-loss logging."""
 from __future__ import annotations
 
+import functools
+import importlib
 from typing import Any, Optional, Union
 
 import torch
@@ -16,8 +18,47 @@ CellSpec = Union[CellFactory, str]
 """A cell factory (a cell class or ``class_path`` config) or a registered cell name."""
 
 
+def _import_cell(class_path: str) -> type:
+    """A cell class from a registered name or a dotted import path."""
+    if "." in class_path:
+        module, _, name = class_path.rpartition(".")
+        try:
+            return getattr(importlib.import_module(module), name)
+        except (ImportError, AttributeError):
+            pass
+    return get_cell(class_path.rsplit(".", 1)[-1])
+
+
+def cell_config(cell: Any) -> Any:
+    """A JSON-able description of a cell spec (registered name, or ``{class_path, init_args}``) for hparams."""
+    if isinstance(cell, (str, dict)):
+        return cell
+    if isinstance(cell, type):
+        try:
+            return cell.__name__ if get_cell(cell.__name__) is cell else cell
+        except ValueError:
+            return cell
+    if isinstance(cell, functools.partial):  # functools.partial(cls, ...) or jsonargparse's partial(…, cls, ...)
+        cls = cell.func if isinstance(cell.func, type) else next((a for a in cell.args if isinstance(a, type)), None)
+        if cls is not None:
+            return {"class_path": cell_config(cls),
+                    "init_args": {k: cell_config(v) if callable(v) else v for k, v in cell.keywords.items()}}
+    return cell
+
+
+def cell_from_config(spec: Any) -> Any:
+    """Inverse of :func:`cell_config`: a ``{class_path, init_args}`` dict becomes a factory."""
+    if isinstance(spec, dict) and "class_path" in spec:
+        cls = _import_cell(spec["class_path"])
+        return functools.partial(cls, **{k: cell_from_config(v) for k, v in spec.get("init_args", {}).items()})
+    return spec
+
+
 def resolve_cell(cell: CellSpec) -> CellFactory:
-    """Turn a cell name or factory into a factory; unknown names fail with the list of known cells."""
+    """Turn a cell name, ``{class_path, init_args}`` dict or factory into a factory.
+
+    Unknown names fail with the list of known cells."""
+    cell = cell_from_config(cell)
     if isinstance(cell, str):
         return get_cell(cell)
     if not callable(cell):

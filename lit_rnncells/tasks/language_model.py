@@ -11,7 +11,6 @@ over the whole split with carried state and reports the token-weighted mean NLL 
 """
 from __future__ import annotations
 
-import functools
 import math
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -22,13 +21,12 @@ from torch import Tensor, nn
 from torch.nn import functional as F
 
 from ..cells.base import State, check_positive
-from ..cells.registry import get_cell
 from ..data.language_model import check_vocabulary
 from ..data.text import Vocabulary, VocabularyMismatchError
 from ..nn.dropout import (LockedDropout, WeightDrop, activation_regularization, embedding_dropout,
                           temporal_activation_regularization)
 from ..nn.recurrent import map_state
-from .base import CellSpec, RecurrentTask
+from .base import CellSpec, RecurrentTask, cell_config
 
 LayerStates = Tuple[State, ...]
 LN2 = math.log(2.0)
@@ -59,7 +57,7 @@ class LanguageModel(RecurrentTask):
                  scale_lr_with_seq_len: bool = False, nt_asgd: bool = False, nonmono: int = 5,
                  optimizer: OptimizerCallable = torch.optim.Adam,
                  lr_scheduler: Optional[LRSchedulerCallable] = None, scheduler_monitor: str = "val/loss") -> None:
-        super().__init__(cell_from_config(cell), optimizer, lr_scheduler, scheduler_monitor)
+        super().__init__(cell, optimizer, lr_scheduler, scheduler_monitor)
         check_positive(vocab_size=vocab_size, embedding_size=embedding_size, hidden_size=hidden_size,
                        num_layers=num_layers)
         # Plain data only, so checkpoints load with torch.load(weights_only=True); the optimiser is rebuilt
@@ -337,31 +335,6 @@ class LanguageModel(RecurrentTask):
             print(f"--- sample {batch_idx} (prompt {batch['prompt']!r}, temperature {batch['temperature']}) ---\n"
                   f"{text}", flush=True)
         return text
-
-
-def cell_config(cell: Any) -> Any:
-    """A JSON-able description of a cell spec (registered name, or ``{class_path, init_args}``) for hparams."""
-    if isinstance(cell, (str, dict)):
-        return cell
-    if isinstance(cell, type):
-        try:
-            return cell.__name__ if get_cell(cell.__name__) is cell else cell
-        except ValueError:
-            return cell
-    if isinstance(cell, functools.partial):  # functools.partial(cls, ...) or jsonargparse's partial(…, cls, ...)
-        cls = cell.func if isinstance(cell.func, type) else next((a for a in cell.args if isinstance(a, type)), None)
-        if cls is not None:
-            return {"class_path": cell_config(cls),
-                    "init_args": {k: cell_config(v) if callable(v) else v for k, v in cell.keywords.items()}}
-    return cell
-
-
-def cell_from_config(spec: Any) -> Any:
-    """Inverse of :func:`cell_config`: a ``{class_path, init_args}`` dict becomes a factory."""
-    if isinstance(spec, dict) and "class_path" in spec:
-        cls = get_cell(spec["class_path"].rsplit(".", 1)[-1])
-        return functools.partial(cls, **{k: cell_from_config(v) for k, v in spec.get("init_args", {}).items()})
-    return spec
 
 
 def _batch_size(state: LayerStates) -> int:
