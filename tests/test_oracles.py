@@ -19,40 +19,45 @@ def copy_torch_weights(ours: Recurrent, ref: nn.RNNBase) -> None:
                 getattr(cell, name).data.copy_(getattr(ref, f"{name}_l{layer}{suffix}"))
 
 
-@pytest.mark.parametrize("kind", ["gru", "lstm"])
-@pytest.mark.parametrize("num_layers,bidirectional", [(1, False), (2, False), (2, True)])
-def test_matches_torch_full_length(kind, num_layers, bidirectional):
+def torch_and_ours(kind: str, num_layers: int, bidirectional: bool) -> tuple[nn.RNNBase, Recurrent]:
     ref_cls, cell = (nn.GRU, GRU) if kind == "gru" else (nn.LSTM, LSTM)
     ref = ref_cls(5, 7, num_layers=num_layers, bidirectional=bidirectional, batch_first=True)
     ours = Recurrent(cell, 5, 7, num_layers=num_layers, bidirectional=bidirectional, batch_first=True)
     copy_torch_weights(ours, ref)
+    return ref, ours
+
+
+def assert_same(out, state, ref_out, ref_state) -> None:
+    torch.testing.assert_close(out, ref_out, atol=1e-5, rtol=0)
+    for a, b in zip(state if isinstance(state, tuple) else [state],
+                    ref_state if isinstance(ref_state, tuple) else [ref_state]):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=0)
+
+
+@pytest.mark.parametrize("kind", ["gru", "lstm"])
+@pytest.mark.parametrize("num_layers,bidirectional", [(1, False), (2, False), (2, True)])
+def test_matches_torch_full_length(kind, num_layers, bidirectional):
+    ref, ours = torch_and_ours(kind, num_layers, bidirectional)
     x = torch.randn(4, 9, 5)
     d = 2 if bidirectional else 1
     h0 = torch.randn(num_layers * d, 4, 7)
     state = h0 if kind == "gru" else (h0, torch.randn_like(h0))
     out, st = ours(x, state)
     ref_out, ref_st = ref(x, state)
-    torch.testing.assert_close(out, ref_out, atol=1e-5, rtol=0)
-    for a, b in zip(st if kind == "lstm" else [st], ref_st if kind == "lstm" else [ref_st]):
-        torch.testing.assert_close(a, b, atol=1e-5, rtol=0)
+    assert_same(out, st, ref_out, ref_st)
 
 
 @pytest.mark.parametrize("kind", ["gru", "lstm"])
 @pytest.mark.parametrize("num_layers,bidirectional", [(1, True), (2, True), (2, False)])
 def test_matches_torch_packed_variable_lengths(kind, num_layers, bidirectional):
-    ref_cls, cell = (nn.GRU, GRU) if kind == "gru" else (nn.LSTM, LSTM)
-    ref = ref_cls(5, 7, num_layers=num_layers, bidirectional=bidirectional, batch_first=True)
-    ours = Recurrent(cell, 5, 7, num_layers=num_layers, bidirectional=bidirectional, batch_first=True)
-    copy_torch_weights(ours, ref)
+    ref, ours = torch_and_ours(kind, num_layers, bidirectional)
     lengths = torch.tensor([9, 3, 6, 1])
     x = torch.randn(4, 9, 5)
     out, st = ours(x, lengths=lengths)
     packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
     ref_packed, ref_st = ref(packed)
     ref_out, _ = pad_packed_sequence(ref_packed, batch_first=True, total_length=9)
-    torch.testing.assert_close(out, ref_out, atol=1e-5, rtol=0)
-    for a, b in zip(st if kind == "lstm" else [st], ref_st if kind == "lstm" else [ref_st]):
-        torch.testing.assert_close(a, b, atol=1e-5, rtol=0)
+    assert_same(out, st, ref_out, ref_st)
 
 
 def test_mufuru_keep_replace_is_a_gru_with_softmax_update_gate():

@@ -221,7 +221,7 @@ class LanguageModelDataModule(LightningDataModule):
         split_sizes: train/valid/test sizes for single-file corpora (default 90M/5M/5M).
         cache_dir: where tokenized tensors are cached (default ``$LIT_RNNCELLS_CACHE`` or
             ``~/.cache/lit_rnncells``); ``""`` disables the cache.
-        prompts, predict_length, temperature: what ``predict`` samples.
+        prompts, predict_length, temperature: what ``predict`` samples (temperature 0: greedy).
         seed: seeds the variable BPTT lengths.
 
     The vocabulary is fitted on the training split when the module is built (so ``vocab_size`` is
@@ -241,8 +241,8 @@ class LanguageModelDataModule(LightningDataModule):
                             ("predict_length", predict_length), ("min_bptt", min_bptt)):
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}.")
-        if temperature <= 0:
-            raise ValueError(f"temperature must be positive, got {temperature}.")
+        if temperature < 0:
+            raise ValueError(f"temperature must be 0 (greedy) or positive, got {temperature}.")
         self.save_hyperparameters()
         self.dataset = dataset
         self.data_dir = data_dir if data_dir is not None else default_data_dir(dataset)
