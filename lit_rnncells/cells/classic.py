@@ -16,6 +16,15 @@ from .base import AffineCell
 from .registry import register_cell
 
 
+def gru_update(x_part: Tensor, gh: Tensor, h: Tensor) -> Tensor:
+    """torch.nn.GRU's update from ``W_i x + b_i`` and ``W_h h + b_h`` (gate order r, z, n)."""
+    n_h = h.shape[-1]
+    rz = torch.sigmoid(x_part[..., : 2 * n_h] + gh[..., : 2 * n_h])
+    r, z = rz[..., :n_h], rz[..., n_h:]
+    n = torch.tanh(torch.addcmul(x_part[..., 2 * n_h:], r, gh[..., 2 * n_h:]))
+    return torch.addcmul(n, z, h - n)
+
+
 @register_cell()
 class Elman(AffineCell):
     """Elman (tanh) RNN: h' = tanh(W_ih x + b_ih + W_hh h + b_hh)."""
@@ -40,12 +49,7 @@ class GRU(AffineCell):
     gates = 3
 
     def step(self, x_proj_t: Tensor, state: Tensor) -> Tensor:
-        h = self.hidden_size
-        gh = F.linear(state, self.weight_hh, self.bias_hh)
-        rz = torch.sigmoid(x_proj_t[:, : 2 * h] + gh[:, : 2 * h])
-        r, z = rz[:, :h], rz[:, h:]
-        n = torch.tanh(torch.addcmul(x_proj_t[:, 2 * h:], r, gh[:, 2 * h:]))
-        return torch.addcmul(n, z, state - n)
+        return gru_update(x_proj_t, F.linear(state, self.weight_hh, self.bias_hh), state)
 
 
 @register_cell()

@@ -17,6 +17,7 @@ from torch import Tensor, nn
 from torch.nn import functional as F
 
 from .base import RecurrentCell, check_positive
+from .classic import gru_update
 from .mzu_functions import ZoneFunctions
 from .registry import register_cell
 
@@ -225,15 +226,6 @@ class CapMZU(MZU):
                              f"of capsules that divides hidden_size (e.g. {_divisor_near(hidden_size, capsules)}).")
         super().__init__(input_size, hidden_size, capsules=capsules, routing_iterations=routing_iterations,
                          **options)
-
-
-def gru_update(x_part: Tensor, gh: Tensor, h: Tensor) -> Tensor:
-    """torch.nn.GRU's update from ``W_i x + b_i`` and ``W_h h + b_h`` (gate order r, z, n)."""
-    n_h = h.shape[-1]
-    rz = torch.sigmoid(x_part[..., : 2 * n_h] + gh[..., : 2 * n_h])
-    r, z = rz[..., :n_h], rz[..., n_h:]
-    n = torch.tanh(torch.addcmul(x_part[..., 2 * n_h:], r, gh[..., 2 * n_h:]))
-    return torch.addcmul(n, z, h - n)
 
 
 @register_cell()

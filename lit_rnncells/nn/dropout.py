@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Sequence
 
-import torch
 from torch import Tensor, nn
 from torch.func import functional_call
 from torch.nn import functional as F
