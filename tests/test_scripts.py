@@ -1,0 +1,27 @@
+"""The benchmark and sweep scripts run (tiny settings), so they do not rot; no timing is asserted."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run_script(*args: str) -> str:
+    result = subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result.stdout
+
+
+def test_bench_cells_quick_lists_every_cell_with_mac_ratios():
+    out = run_script("scripts/bench_cells.py", "--quick")
+    for cell in ("torch.nn.GRU", "GRU", "LSTM", "MuFuRU", "CARU", "SatMZU", "GRUDT"):
+        assert f"| {cell} |" in out
+    gru_row = next(line for line in out.splitlines() if line.startswith("| GRU |"))
+    assert gru_row.split("|")[7].strip() == "1.00"  # MAC ratio of GRU to itself
+
+
+def test_sweep_logic_prints_a_table():
+    out = run_script("scripts/sweep_logic.py", "--cells", "GRU", "--hidden", "4", "--seeds", "0", "--epochs", "1")
+    assert "| hidden | GRU |" in out and "| 4 |" in out
