@@ -195,10 +195,8 @@ class Recurrent(nn.Module):
                 inp = layer_input
                 if direction == 1:
                     inp = inp.flip(0) if rev_index is None else _gather_time(inp, rev_index)
-                    dmask = None if mask is None else mask  # reversed within length: real steps come first
-                else:
-                    dmask = mask
-                out, st, aux = run_cell(cell, inp, states[i], dmask, want_aux=return_aux)
+                # reversed within each length, real steps still come first: the same mask applies
+                out, st, aux = run_cell(cell, inp, states[i], mask, want_aux=return_aux)
                 if direction == 1:
                     out = out.flip(0) if rev_index is None else _gather_time(out, rev_index)
                 outs.append(out)
