@@ -12,11 +12,11 @@ from .cells.base import RecurrentCell
 
 
 def step_macs(cell: RecurrentCell) -> int:
-    """Multiply-accumulates of one ``cell.step`` at batch 1, counted from the matmul shapes."""
+    """Multiply-accumulates of one ``cell.step`` and its ``output`` at batch 1, from the matmul shapes."""
     x_proj = cell.project_input(torch.zeros(1, cell.input_size))
     state = cell.initial_state(1)
     with torch.no_grad(), FlopCounterMode(display=False) as counter:
-        cell.step(x_proj, state)
+        cell.output(cell.step(x_proj, state))
     return counter.get_total_flops() // 2
 
 

@@ -90,7 +90,7 @@ def test_block_size_two_is_exactly_the_wrapped_cell(inner):
     assert torch.equal(out, want)
     want_leaves = leaves(want_state)
     h = want_leaves.pop(mc._mixed_leaf)
-    assert torch.equal(state[0], h)  # the mixed h_t
+    assert torch.equal(mc.output(tuple(leaf[0] for leaf in state)), h[0])  # the mixed h_t
     assert torch.equal(state[2][:, :, 0], h)  # the single channel's latest h
     for got, want_leaf in zip(state[3:], want_leaves):  # carried leaves (LSTM's c)
         assert torch.equal(got[:, :, 0], want_leaf)
@@ -199,16 +199,36 @@ def test_channel_attention_of_a_bidirectional_padded_layer():
 @pytest.mark.parametrize("inner,gates", [(GRU, 3), (LSTM, 4)], ids=["GRU", "LSTM"])
 @pytest.mark.parametrize("n", [2, 3, 4, 5])
 def test_step_cost_in_multiply_accumulates(inner, gates, n):
-    """Per example and step: the wrapped cell's h-matmuls on n − 1 channels, eq. 2 on only the needed
-    (n − 1) n / 2 H×H products, V_h on n − 1 channels, and the α-mix; V_x x is hoisted out of the step.
-    (FlopCounterMode does not count the matrix-vector rᵀ tanh(·).)"""
+    """Per example and step: the wrapped cell's h-matmuls on n − 1 channels and eq. 2 on only the
+    needed (n − 1) n / 2 H×H products in the step; V_h on n − 1 channels and the α-mix in the output
+    (out of the time loop); V_x x is hoisted out of both. (FlopCounterMode does not count the
+    matrix-vector rᵀ tanh(·).)"""
     batch, hidden, c = 4, 16, n - 1
     mc = MultiChannel(8, hidden, cell=inner, block_size=n)
     state, x_proj = mc.initial_state(batch), mc.project_input(torch.randn(batch, 8))
-    with FlopCounterMode(display=False) as counter:
-        mc.step(x_proj, state)
-    macs = counter.get_total_flops() // 2
-    assert macs == batch * ((gates * c + c * (c + 1) // 2 + c) * hidden * hidden + c * hidden)
+    with FlopCounterMode(display=False) as in_step:
+        new = mc.step(x_proj, state)
+    with FlopCounterMode(display=False) as in_output:
+        mc.output(new)
+    assert in_step.get_total_flops() // 2 == batch * (gates * c + c * (c + 1) // 2) * hidden * hidden
+    assert in_output.get_total_flops() // 2 == batch * (c * hidden * hidden + c * hidden)
+
+
+def test_output_sequence_equals_stacking_output():
+    """The after-the-loop attention gives what per-step ``output`` gives, α included."""
+    mc = MultiChannel(3, 5, cell=GRU, block_size=4).double()
+    x = torch.randn(2, 7, 3, dtype=DOUBLE)
+    proj, state, states = mc.project_input(x), mc.initial_state(2, dtype=DOUBLE), []
+    for t in range(7):
+        state = mc.step(proj[:, t], state)
+        states.append(state)
+    with mc.recording_attention() as batched:
+        together = mc.output_sequence(states)
+    with mc.recording_attention() as one_by_one:
+        apart = torch.stack([mc.output(s) for s in states])
+    torch.testing.assert_close(together, apart)
+    torch.testing.assert_close(torch.stack(batched), torch.stack(one_by_one))
+    torch.testing.assert_close(together.transpose(0, 1), reference_forward(mc, x)[0])
 
 
 def test_jsonargparse_builds_the_nested_config():
@@ -233,7 +253,7 @@ def test_construction_and_errors():
     assert get_cell("multi_channel") is MultiChannel and type(mc.cell) is GRU
     assert torch.equal(mc.mix_weight, torch.eye(5).expand(3, 5, 5))  # W_j = I for every j
     state = mc.initial_state(2)
-    assert [tuple(s.shape) for s in state] == [(2, 5), (2,), (2, 3, 5), (2, 2, 5), (2, 1, 5)]
+    assert [tuple(s.shape) for s in state] == [(2, 5), (2,), (2, 3, 5), (2, 3, 5), (2, 3, 5)]
     with pytest.raises(ValueError, match="block_size"):
         MultiChannel(3, 5, cell=GRU, block_size=1)
     with pytest.raises((KeyError, ValueError), match="Unknown cell"):

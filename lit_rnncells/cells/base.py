@@ -12,7 +12,7 @@ the layer can mask padded steps and stack layers without knowing the cell.
 from __future__ import annotations
 
 import math
-from typing import Callable, Optional, Tuple, Union
+from typing import Callable, Optional, Sequence, Tuple, Union
 
 import torch
 from torch import Tensor, nn
@@ -81,6 +81,16 @@ class RecurrentCell(nn.Module):
     def output(self, state: State) -> Tensor:
         """The hidden vector ``(B, hidden_size)`` the layer emits for a state."""
         return state  # type: ignore[return-value]
+
+    def output_sequence(self, states: Sequence[State]) -> Tensor:
+        """The outputs ``(T, B, hidden_size)`` of the states after each of T steps.
+
+        The default stacks :meth:`output`. A cell whose output is a costly function of the state
+        that does not feed back into the recurrence (MC-RNN's attention over channels) overrides
+        this to compute it for all steps at once, out of the time loop; it must equal stacking
+        :meth:`output`.
+        """
+        return torch.stack([self.output(s) for s in states])
 
     def extra_repr(self) -> str:
         return f"{self.input_size}, {self.hidden_size}"

@@ -23,10 +23,15 @@ How the fast step works (all channels at once, eq. 1–6 unchanged):
   slots with m ≥ j, so step j is one matmul on n − j slots, and over all j the
   step does (n − 1) n / 2 H×H products per example instead of (n − 1)².
 * Eq. 3: channels fold into the batch — one call of the wrapped cell's ``step``
-  on a ``(B (n − 1), ...)`` batch; its ``project_input`` runs once on x and is
+  on a ``((n − 1) B, ...)`` batch; its ``project_input`` runs once on x and is
   shared (expanded) across channels.
-* Eq. 6 splits V = [V_h V_x]; V_x x_t depends on the input only and is hoisted
-  into :meth:`MultiChannel.project_input`.
+* Eq. 4–6 (the attention over channels) never feed back: eq. 2 reads each
+  channel's own h^k, not the mixed h_t. So the step keeps the channels' new h
+  (and V_x x_t) in the state and the layer computes h_t for all steps at once
+  after the time loop (:meth:`MultiChannel.output_sequence`, one matmul with
+  V_h on T·B·(n − 1) rows); :meth:`MultiChannel.output` does the same for one
+  state. V = [V_h V_x] is split and V_x x is hoisted into
+  :meth:`MultiChannel.project_input`.
 
 Choices (not fixed by the paper):
 
@@ -53,18 +58,21 @@ from __future__ import annotations
 
 import math
 from contextlib import contextmanager
-from typing import Any, Iterator, List, Optional, Tuple, Union
+from typing import Any, Iterator, List, Optional, Sequence, Tuple, Union
 
 import torch
 from torch import Tensor, nn
+from torch.autograd.function import once_differentiable
 from torch.nn import functional as F
 
 from .base import CellFactory, RecurrentCell, State, check_positive
 from .registry import get_cell, register_cell
 
 MCState = Tuple[Tensor, ...]
-"""``(h_t (B, H), phase (B,) long, history_0 … history_{n−2}, *carried leaves (B, n−1, ...))``;
-``history_d`` ``(B, n−1−d, H)`` holds h_{t−1−d} of the slots d … n−2 (the only ones that read it)."""
+"""``(V_x x_t (B, H), phase (B,) long, R_1 … R_{n−1} (B, n−1, H), *carried leaves (B, n−1, ...))``:
+``R_j`` holds the channels' h from j steps back, its slots in the order they had one step after
+that (so ``R_1`` is in the slot order of the next step); carried leaves are in ``R_1``'s order.
+The output h_t (eq. 4) is computed from ``R_1`` and V_x x_t by ``output`` / ``output_sequence``."""
 
 
 @register_cell()
@@ -80,8 +88,8 @@ class MultiChannel(RecurrentCell):
     ``cell`` is the wrapped cell: a cell class, a factory ``(input_size,
     hidden_size) -> RecurrentCell`` or a registered name. ``block_size`` is n
     (≥ 2); the paper's MC-RNN-k has k = n − 1 channels, its best is MC-RNN-3
-    (n = 4, the default). The layer output is the mixed h_t, stored in the
-    state so :meth:`output` costs nothing. See the module docstring for the
+    (n = 4, the default). The layer output is the mixed h_t, computed after the
+    time loop from the channels' h^k kept in the state. See the module docstring for the
     state layout and the choices made.
     """
 
@@ -107,8 +115,8 @@ class MultiChannel(RecurrentCell):
         self.att_hidden = nn.Parameter(torch.empty(hidden_size, hidden_size))
         self.att_input = nn.Parameter(torch.empty(hidden_size, input_size))
         self.att_vector = nn.Parameter(torch.empty(hidden_size))  # r, eq. 6
-        # m for the slots 1 … n − 1 (exact in every float dtype, unlike 1/m; not saved).
-        self.register_buffer("degree", torch.arange(1, c + 1, dtype=torch.float32).unsqueeze(-1), persistent=False)
+        # m of the slots, eq. 2 (divided by: exact in every float dtype, unlike 1/m; not saved).
+        self.register_buffer("degree", torch.arange(1, c + 1, dtype=torch.float32).view(c, 1, 1), persistent=False)
         self._attention_log: Optional[List[Tensor]] = None
         self.reset_parameters()
 
@@ -131,18 +139,37 @@ class MultiChannel(RecurrentCell):
 
     def initial_state(self, batch_size: int, *, device: torch.device | None = None,
                       dtype: torch.dtype | None = None) -> MCState:
-        """h^k_t for t ≤ 0 is the wrapped cell's initial state in every channel and history slot."""
+        """h^k_t for t ≤ 0 is the wrapped cell's initial state in every channel and history slot
+        (so :meth:`output` of it is that state's h, whatever α); V_x x_0 is zero."""
         c = self.channels
         inner = self.cell.initial_state(batch_size, device=device, dtype=dtype)
         leaves = list(inner) if isinstance(inner, tuple) else [inner]
         h0 = leaves.pop(self._mixed_leaf)
-        history = [h0.unsqueeze(1).expand(batch_size, c - d, *h0.shape[1:]).contiguous() for d in range(c)]
-        carried = [leaf.unsqueeze(1).expand(batch_size, c, *leaf.shape[1:]).contiguous() for leaf in leaves]
+        history = [_batch_first(h0.unsqueeze(0).expand(c, *h0.shape).contiguous()) for _ in range(c)]
+        carried = [_batch_first(leaf.unsqueeze(0).expand(c, *leaf.shape).contiguous()) for leaf in leaves]
         phase = torch.zeros(batch_size, dtype=torch.long, device=h0.device)
-        return (h0.clone(), phase, *history, *carried)
+        return (torch.zeros_like(h0), phase, *history, *carried)
 
     def output(self, state: MCState) -> Tensor:  # type: ignore[override]
-        return state[0]
+        """Eq. 4–6 on the channels' newest h (in ``history_0``) and the step's V_x x_t."""
+        return self.output_sequence([state])[0]
+
+    def output_sequence(self, states: Sequence[MCState]) -> Tensor:  # type: ignore[override]
+        """Eq. 4–6 for all steps at once: e = rᵀ tanh(V_h h^k_t + V_x x_t), α = softmax_k(e),
+        h_t = Σ_k α^k_t h^k_t. The attention never feeds back into the recurrence (eq. 2 reads the
+        channels' own h^k), so it runs after the time loop as one (T·c·B, H) × (H, H) matmul."""
+        h_ch = torch.stack([_slot_first(s[2]) for s in states])  # (T, c, B, H), slots as after the step
+        att_x = torch.stack([s[0] for s in states])  # (T, B, H)
+        # Plain 2-D matmuls and a weighted sum: CPU bmm/mv over T·B tiny batches loops per batch.
+        features = torch.tanh(F.linear(h_ch, self.att_hidden) + att_x.unsqueeze(1))
+        energy = F.linear(features, self.att_vector.unsqueeze(0)).squeeze(-1)  # (T, c, B)
+        alpha = torch.softmax(energy, dim=1)
+        if self._attention_log is not None:
+            phase = torch.stack([s[1] for s in states])  # steps done mod c, after each step
+            by_slot = alpha.detach().transpose(1, 2).flatten(0, 1)  # (T·B, c)
+            self._attention_log.extend(slots_to_channels(by_slot, phase.flatten())
+                                       .view(len(states), -1, self.channels).unbind(0))
+        return (alpha.unsqueeze(-1).to(h_ch.dtype) * h_ch).sum(1)
 
     def step(self, x_proj_t: Tensor, state: MCState) -> MCState:  # type: ignore[override]
         return self._step(x_proj_t, state, want_aux=False)[0]
@@ -152,42 +179,35 @@ class MultiChannel(RecurrentCell):
         return self._step(x_proj_t, state, want_aux=self.has_aux_loss)
 
     def _step(self, x_proj_t: Tensor, state: MCState, want_aux: bool) -> Tuple[MCState, Optional[Tensor]]:
+        """Eq. 1–3 for all channels; the attention (eq. 4–6) is left to :meth:`output_sequence`.
+
+        Works slot-first, ``(slots, B, ...)``: the state's batch-first leaves are views of
+        slot-major memory, so folding channels into the batch is a view."""
         c, hs = self.channels, self.hidden_size
-        phase, history, carried = state[1], state[2: 2 + c], state[2 + c:]
+        phase, carried = state[1], state[2 + c:]
+        history = [_slot_first(h) for h in state[2: 2 + c]]
         batch = phase.shape[0]
         inner_x, att_x = x_proj_t[:, :-hs], x_proj_t[:, -hs:]
-        # Eq. 2 on slots: slot i has in-degree m = i + 1 and needs h_{t−j} for j ≤ m; history_{j−1}
-        # holds h_{t−j} of exactly the slots j − 1 … c − 1 that need it, and W_j multiplies only those.
-        w = self.mix_weight.unbind(0)  # one unbind (its backward one stack) instead of a select per W_j
-        s = torch.matmul(history[0], w[0].t())
-        for d in range(1, c):
-            s[:, d:] += torch.matmul(history[d], w[d].t())
-        s = s / self.degree.to(s.dtype)
-        # Eq. 3 for all channels at once: channels folded into the batch, (B, c, ...) -> (B*c, ...).
-        leaves: List[Tensor] = [leaf.reshape(batch * c, *leaf.shape[2:]) for leaf in carried]
-        leaves.insert(self._mixed_leaf, s.reshape(batch * c, *s.shape[2:]))
+        # Eq. 2, in the slot order of the next step (see _SlotMix), so the cell's new h needs no rotation.
+        s = _SlotMix.apply(self.mix_weight, self.degree, *history)
+        # Eq. 3 for all channels at once: channels folded into the batch, (c, B, ...) -> (c*B, ...).
+        # The other leaves (LSTM's c) rotate with the slots: slot i -> i + 1, the block end -> 0.
+        leaves: List[Tensor] = [_slot_first(leaf).roll(1, dims=0).reshape(c * batch, *leaf.shape[2:])
+                                for leaf in carried]
+        leaves.insert(self._mixed_leaf, s.reshape(c * batch, hs))
         inner_state: State = tuple(leaves) if len(leaves) > 1 else leaves[0]
-        x_rep = inner_x.unsqueeze(1).expand(batch, c, inner_x.shape[-1]).reshape(batch * c, -1)
+        x_rep = inner_x.unsqueeze(0).expand(c, batch, inner_x.shape[-1]).reshape(c * batch, -1)
         if want_aux:
             new_inner, aux = self.cell.step_with_aux(x_rep, inner_state)
         else:
             new_inner, aux = self.cell.step(x_rep, inner_state), None
-        new_leaves = list(new_inner) if isinstance(new_inner, tuple) else [new_inner]
-        h_ch = new_leaves.pop(self._mixed_leaf).reshape(batch, c, hs)
-        # Eq. 4–6: e = rᵀ tanh(V_h h^k + V_x x), softmax over channels, mix.
-        energy = torch.matmul(torch.tanh(torch.matmul(h_ch, self.att_hidden.t()) + att_x.unsqueeze(1)),
-                              self.att_vector)
-        alpha = torch.softmax(energy, dim=1)
-        h_t = torch.matmul(alpha.unsqueeze(1).to(h_ch.dtype), h_ch).squeeze(1)
-        if self._attention_log is not None:
-            self._attention_log.append(slots_to_channels(alpha.detach(), phase))
-        # Rotate: slot i -> i + 1, the block end (slot c − 1) starts the next block in slot 0, where
-        # only its newest h is read; so deeper history just drops its last slot (a view, no copy).
-        new_history = [h_ch.roll(1, dims=1), *(h[:, :-1] for h in history[:-1])]
-        new_carried = [leaf.reshape(batch, c, *leaf.shape[1:]).roll(1, dims=1) for leaf in new_leaves]
+        new_leaves = [leaf.reshape(c, batch, *leaf.shape[1:])
+                      for leaf in (new_inner if isinstance(new_inner, tuple) else (new_inner,))]
+        h_ch = new_leaves.pop(self._mixed_leaf)
         if aux is not None:
-            aux = aux.view(batch, c).mean(1)
-        return (h_t, (phase + 1) % c, *new_history, *new_carried), aux
+            aux = aux.view(c, batch).mean(0)
+        new_history = [h_ch, *history[:-1]]  # h_{t−j} moves one step deeper; the oldest is dropped
+        return (att_x, (phase + 1) % c, *map(_batch_first, new_history), *map(_batch_first, new_leaves)), aux
 
     # -- attention read-out -------------------------------------------------------------------
 
@@ -204,6 +224,73 @@ class MultiChannel(RecurrentCell):
 
     def extra_repr(self) -> str:
         return f"{self.input_size}, {self.hidden_size}, block_size={self.block_size}"
+
+
+class _SlotMix(torch.autograd.Function):
+    """Eq. 2 for every slot in one autograd node: s_i = (1/m_i) Σ_{j ≤ m_i} W_j h_{t−j}, m_i = i + 1.
+
+    Inputs: ``W`` (c, H, H), ``degree`` (c, 1, 1) holding m_i, and ``R_1 … R_c`` (c, B, H), where
+    ``R_j`` holds the channels' h from step t − j with its rows in the slot order of step
+    t − j + 1. The channel in slot i now (in-degree i + 1) was in slot i − j + 1 then, so W_j
+    multiplies the prefix ``R_j[: c − j + 1]`` and adds into slots j − 1 … c − 1:
+    (c − 1) c / 2 H×H products per example in c matmuls. The result is returned rotated by
+    one slot (slot i -> i + 1, the block end -> 0), the slot order of step t + 1, so the
+    wrapped cell's new h is already the next step's ``R_1``.
+
+    One node instead of some twenty small ones (matmuls on slices, in-place adds, rotations and
+    their backward), which is what the step's time went to. Matmuls follow autocast in the
+    forward; the backward computes in the gradient's dtype and returns each input's own dtype.
+    """
+
+    @staticmethod
+    def forward(ctx, weight: Tensor, degree: Tensor, *history: Tensor) -> Tensor:  # type: ignore[override]
+        c, batch, hidden = history[0].shape
+        # s (c·B, H) = R_1 W_1ᵀ, then W_j's rows added in place into the slots j − 1 … c − 1.
+        s = torch.matmul(_rows(history[0], c), weight[0].t())
+        for d in range(1, c):
+            s[d * batch:] += torch.matmul(_rows(history[d], c - d), weight[d].t())
+        s = s.view(c, batch, hidden)
+        s.div_(degree.to(s.dtype))
+        ctx.save_for_backward(weight, degree, *history)
+        return s.roll(1, dims=0)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad_out: Tensor):  # type: ignore[override]
+        weight, degree, *history = ctx.saved_tensors
+        c, dtype = weight.shape[0], grad_out.dtype
+        grad_s = (grad_out.roll(-1, dims=0) / degree.to(dtype)).flatten(0, 1)
+        batch = grad_out.shape[1]
+        grad_weight = torch.empty_like(weight) if ctx.needs_input_grad[0] else None
+        grad_history: List[Optional[Tensor]] = []
+        for d, hist in enumerate(history):
+            g = grad_s[d * batch:]
+            if grad_weight is not None:
+                grad_weight[d] = g.t().mm(_rows(hist, c - d).to(dtype))
+            if not ctx.needs_input_grad[2 + d]:
+                grad_history.append(None)
+                continue
+            grad = hist.new_empty(hist.shape)
+            grad[c - d:] = 0
+            grad[: c - d] = g.mm(weight[d].to(dtype)).view(c - d, *hist.shape[1:])
+            grad_history.append(grad)
+        return (grad_weight, None, *grad_history)
+
+
+def _rows(slots: Tensor, count: int) -> Tensor:
+    """The first ``count`` slots of ``(c, B, H)`` as ``(count·B, H)`` rows (a view when contiguous)."""
+    return slots[:count].reshape(-1, slots.shape[-1])
+
+
+def _slot_first(leaf: Tensor) -> Tensor:
+    """A state leaf ``(B, slots, ...)`` as ``(slots, B, ...)`` (a view; contiguous when the leaf
+    came from :func:`_batch_first`)."""
+    return leaf.transpose(0, 1)
+
+
+def _batch_first(leaf: Tensor) -> Tensor:
+    """Slot-major ``(slots, B, ...)`` memory shown as the batch-first leaf the layer expects."""
+    return leaf.transpose(0, 1)
 
 
 def _output_leaf(cell: RecurrentCell) -> int:
@@ -261,18 +348,19 @@ def _cell_attention(cell: MultiChannel, x: Tensor, state: Optional[MCState], len
     if state is None:
         state = cell.initial_state(x.shape[0], device=x.device, dtype=x.dtype)
     x_proj = cell.project_input(x)
-    alphas: List[Tensor] = []
-    with cell.recording_attention() as log:
-        for t in range(x.shape[1]):
-            new = cell.step(x_proj[:, t], state)
-            if lengths is not None:  # padded steps keep the state, as in Recurrent
-                keep = torch.as_tensor(lengths, device=x.device) > t
-                new = tuple(torch.where(keep.view(-1, *([1] * (n.dim() - 1))), n, o) for n, o in zip(new, state))
-            state = new
-        alphas = log
-    if not alphas:
+    states: List[MCState] = []
+    for t in range(x.shape[1]):
+        new = cell.step(x_proj[:, t], state)
+        if lengths is not None:  # padded steps keep the state, as in Recurrent
+            keep = torch.as_tensor(lengths, device=x.device) > t
+            new = tuple(torch.where(keep.view(-1, *([1] * (n.dim() - 1))), n, o) for n, o in zip(new, state))
+        state = new
+        states.append(state)
+    if not states:
         return x.new_zeros(x.shape[0], 0, cell.channels)
-    return _mask(torch.stack(alphas, dim=1), lengths)
+    with cell.recording_attention() as log:
+        cell.output_sequence(states)
+    return _mask(torch.stack(log, dim=1), lengths)
 
 
 def _mask(alpha: Tensor, lengths: Optional[Tensor]) -> Tensor:

@@ -54,7 +54,7 @@ def run_cell(cell: RecurrentCell, x: Tensor, state: State, mask: Optional[Tensor
         if fused is not None:
             return fused[0], fused[1], None
     x_proj = cell.project_input(x)
-    outputs: List[Tensor] = []
+    states: List[State] = []
     aux_total: Optional[Tensor] = None
     step_fn = cell.step_with_aux if use_aux else None
     for t, x_t in enumerate(x_proj.unbind(0)):
@@ -67,14 +67,14 @@ def run_cell(cell: RecurrentCell, x: Tensor, state: State, mask: Optional[Tensor
             if aux_t is not None:
                 aux_t = aux_t * mask[t].to(aux_t.dtype)
         state = new_state
-        outputs.append(cell.output(state))
+        states.append(state)
         if aux_t is not None:
             aux_total = aux_t.sum() if aux_total is None else aux_total + aux_t.sum()
-    if outputs:
-        out = torch.stack(outputs)
+    if states:
+        out = cell.output_sequence(states)  # the per-step outputs, computed after the loop
     else:
         out = x.new_zeros(0, x.shape[1], cell.hidden_size)
-    if mask is not None and outputs:
+    if mask is not None and states:
         out = out * mask.unsqueeze(-1).to(out.dtype)
     return out, state, aux_total
 
