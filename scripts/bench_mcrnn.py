@@ -5,29 +5,33 @@ through ``lit_rnncells.nn.Recurrent`` for the wrapped cell alone and for
 MC-RNN-(n−1) (the fast, channels-in-the-batch cell), and of the slow
 one-channel-at-a-time reference (``lit_rnncells.cells.mcrnn_reference``) on the
 same parameters; and the multiply-accumulates (MACs) per time step, counted with
-``torch.utils.flop_counter.FlopCounterMode`` around one ``step`` call (for the
-reference: over whole blocks of steps, divided by the steps). Timings are
-interleaved across the variants and the best of ``--repeats`` is reported, so
-other load on a shared machine hurts every variant alike.
+``torch.utils.flop_counter.FlopCounterMode`` around one ``step`` and its ``output``
+(for the reference: over whole blocks of steps, divided by the steps). The variants
+run in turns, one call each per round, after a warm-up round; the table gives the
+best and the median time of ``--repeats`` rounds, and the fast version's speed-up
+over the reference as the median of the per-round ratios (a round's two variants
+ran under the same machine load) with their range.
 
     python scripts/bench_mcrnn.py                       # MC-RNN-3 (n = 4) around GRU and LSTM
+    python scripts/bench_mcrnn.py --batch 64 --input-size 256   # the paper's 256-unit setting
     python scripts/bench_mcrnn.py --block-sizes 2 3 4 5 --threads 2
 
 ``run(args) -> list[dict]`` is importable (scripts/bench_cells.py uses it); ``args`` may be
 any namespace or dict, missing fields take the defaults below.
 
 Cost per step and example (c = n − 1 channels, G gate blocks of the wrapped cell: GRU 3,
-LSTM 4; H×H "products" are H² MACs): the wrapped cell's h-matmul on c channels, G·c;
-eq. 2 on only the slots that need each W_j, c(c + 1)/2; V_h on c channels, c; plus
-O(c·H) for rᵀ tanh(·) and the α-mix. V_x x and the wrapped cell's input maps are hoisted
-out of the loop. MC-RNN-3 (c = 3): GRU 9 + 6 + 3 = 18 H² vs 3 H² (6×), LSTM 12 + 6 + 3 = 21
-vs 4 (5.25×). The reference does the same products plus V_x x_t in every channel and step
-(the literal V [h; x]), in c·(G + (c + 1)/2 + 1) matmuls of B rows per step instead of
-c + 1 matmuls of up to B·c rows.
+LSTM 4; H×H "products" are H² MACs): in the time loop, the wrapped cell's h-matmul on c
+channels, G·c, and eq. 2 on only the slots that need each W_j, c(c + 1)/2, in c matmuls;
+after the loop, V_h on c channels, c, in one matmul over all steps, plus O(c·H) for
+rᵀ tanh(·) and the α-mix. V_x x and the wrapped cell's input maps are hoisted out of the
+loop. MC-RNN-3 (c = 3): GRU 9 + 6 + 3 = 18 H² vs 3 H² (6×), LSTM 12 + 6 + 3 = 21 vs 4
+(5.25×). The reference does the same products plus V_x x_t in every channel and step (the
+literal V [h; x]), in c·(G + (c + 1)/2 + 1) matmuls of B rows per step.
 """
 from __future__ import annotations
 
 import argparse
+import statistics
 import time
 from functools import partial
 from typing import Callable, Dict, List, Optional, Sequence, Union
@@ -49,7 +53,7 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     p.add_argument("--steps", type=int, default=100)
     p.add_argument("--input-size", type=int, default=128)
     p.add_argument("--hidden-size", type=int, default=256)
-    p.add_argument("--repeats", type=int, default=3, help="timed rounds after one warm-up round")
+    p.add_argument("--repeats", type=int, default=7, help="timed rounds after one warm-up round")
     p.add_argument("--threads", type=int, default=0, help="torch threads (0: leave torch's default)")
     p.add_argument("--no-reference", action="store_true", help="skip the slow reference")
     p.add_argument("--seed", type=int, default=0)
@@ -64,8 +68,9 @@ def _fwd_bwd(fn: Callable[[], Tensor], params: List[nn.Parameter]) -> Callable[[
     return go
 
 
-def _interleaved_best(fns: Dict[str, Callable[[], None]], repeats: int) -> Dict[str, Dict[str, float]]:
-    """One warm-up round, then ``repeats`` rounds calling each variant once per round."""
+def _interleaved(fns: Dict[str, Callable[[], None]], repeats: int) -> Dict[str, List[float]]:
+    """Seconds per round of each variant: one warm-up round, then ``repeats`` rounds calling each
+    variant once per round (so a change of machine load hits the variants of a round alike)."""
     times: Dict[str, List[float]] = {k: [] for k in fns}
     for round_ in range(repeats + 1):
         for name, fn in fns.items():
@@ -73,16 +78,21 @@ def _interleaved_best(fns: Dict[str, Callable[[], None]], repeats: int) -> Dict[
             fn()
             if round_:
                 times[name].append(time.perf_counter() - start)
-    return {k: {"best_s": min(v), "median_s": sorted(v)[len(v) // 2]} for k, v in times.items()}
+    return times
+
+
+def _median(values: List[float]) -> float:
+    return statistics.median(values)
 
 
 def step_macs(cell: nn.Module, batch: int) -> int:
-    """MACs of one ``step`` call from the initial state (FlopCounterMode counts 2 flops per MAC)."""
+    """MACs of one ``step`` and its ``output`` from the initial state (FlopCounterMode counts 2
+    flops per MAC); for MC-RNN the output is the attention, computed after the time loop."""
     with torch.no_grad():
         state = cell.initial_state(batch)
         x_proj = cell.project_input(torch.randn(batch, cell.input_size))
         with FlopCounterMode(display=False) as counter:
-            cell.step(x_proj, state)
+            cell.output(cell.step(x_proj, state))
     return counter.get_total_flops() // 2
 
 
@@ -120,20 +130,24 @@ def run(args: Optional[Union[argparse.Namespace, Dict[str, object]]] = None) -> 
                    "fast": _fwd_bwd(lambda: layer(x)[0], list(layer.parameters()))}
             if not args.no_reference:
                 fns["reference"] = _fwd_bwd(lambda: reference_forward(mc, x)[0], list(layer.parameters()))
-            timing = _interleaved_best(fns, args.repeats)
+            times = _interleaved(fns, args.repeats)
             macs = {"wrapped": step_macs(plain.cell(0), b), "fast": step_macs(mc, b)}
             if not args.no_reference:
                 macs["reference"] = reference_step_macs(mc, b)
-            base = timing["wrapped"]["best_s"]
-            for impl, tm in timing.items():
+                # per-round ratios: both variants of a round ran under the same machine load
+                speedups = [r / f for r, f in zip(times["reference"], times["fast"])]
+            base = min(times["wrapped"])
+            for impl, tm in times.items():
                 rows.append({
                     "cell": f"MC-RNN-{n - 1}({name})" if impl != "wrapped" else name,
                     "wrapped": name, "block_size": n if impl != "wrapped" else None, "impl": impl,
                     "batch": b, "steps": t, "input_size": i, "hidden_size": h, "threads": torch.get_num_threads(),
-                    "fwd_bwd_ms": 1e3 * tm["best_s"], "median_ms": 1e3 * tm["median_s"],
-                    "tokens_per_s": b * t / tm["best_s"], "vs_wrapped": tm["best_s"] / base,
-                    "fast_speedup_over_reference": (timing["reference"]["best_s"] / timing["fast"]["best_s"]
-                                                    if impl == "fast" and "reference" in timing else None),
+                    "fwd_bwd_ms": 1e3 * min(tm), "median_ms": 1e3 * _median(tm),
+                    "tokens_per_s": b * t / min(tm), "vs_wrapped": min(tm) / base,
+                    "fast_speedup_over_reference": (_median(speedups)
+                                                    if impl == "fast" and not args.no_reference else None),
+                    "speedup_range": ((min(speedups), max(speedups))
+                                      if impl == "fast" and not args.no_reference else None),
                     "macs_per_step": macs[impl], "macs_per_step_vs_wrapped": macs[impl] / macs["wrapped"],
                 })
     return rows
@@ -141,13 +155,14 @@ def run(args: Optional[Union[argparse.Namespace, Dict[str, object]]] = None) -> 
 
 def format_table(rows: List[Dict[str, object]]) -> str:
     head = (f"{'variant':<20} {'impl':<10} {'fwd+bwd ms':>11} {'median ms':>10} {'tok/s':>9} "
-            f"{'x wrapped':>9} {'fast/ref':>8} {'MMAC/step':>10} {'MAC x':>6}")
+            f"{'x wrapped':>9} {'fast/ref (range)':>18} {'MMAC/step':>10} {'MAC x':>6}")
     lines = [head, "-" * len(head)]
     for r in rows:
-        speed = r["fast_speedup_over_reference"]
+        speed, span = r["fast_speedup_over_reference"], r["speedup_range"]
+        shown = f"{speed:.2f}x ({span[0]:.2f}-{span[1]:.2f})" if speed else ""
         lines.append(f"{r['cell']:<20} {r['impl']:<10} {r['fwd_bwd_ms']:>11.1f} {r['median_ms']:>10.1f} "
                      f"{r['tokens_per_s']:>9.0f} {r['vs_wrapped']:>9.2f} "
-                     f"{(f'{speed:.2f}x' if speed else ''):>8} {r['macs_per_step'] / 1e6:>10.2f} "
+                     f"{shown:>18} {r['macs_per_step'] / 1e6:>10.2f} "
                      f"{r['macs_per_step_vs_wrapped']:>6.2f}")
     return "\n".join(lines)
 
@@ -157,7 +172,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     start = time.perf_counter()
     rows = run(args)
     print(f"B={args.batch} T={args.steps} I={args.input_size} H={args.hidden_size}, "
-          f"threads={torch.get_num_threads()}, best of {args.repeats} (interleaved), forward+backward")
+          f"threads={torch.get_num_threads()}, {args.repeats} interleaved rounds, forward+backward")
     print(format_table(rows))
     print(f"total {time.perf_counter() - start:.0f} s")
 
