@@ -167,3 +167,51 @@ def test_mufuru_op_without_basis_takes_the_general_path():
     assert cell.basis is None
     out, _ = _run(cell, torch.randn(2, 5, 3))
     assert torch.isfinite(out).all()
+
+
+def _plain_mufuru_loop(layer: Recurrent, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    """The layer's equations as a hand-written step loop, never entering ``stepping()``: every
+    weight gradient comes from autograd step by step."""
+    outputs = []
+    for direction in range(2):
+        cell = layer.cell(0, direction)
+        seq = x if direction == 0 else torch.stack([torch.cat([x[b, :n].flip(0), x[b, n:]]) for b, n in
+                                                    enumerate(lengths.tolist())])
+        proj, s, outs = cell.project_input(seq), cell.initial_state(x.shape[0], dtype=x.dtype), []
+        for t in range(x.shape[1]):
+            new = cell.step(proj[:, t], s)
+            s = torch.where((lengths > t).unsqueeze(1), new, s)
+            outs.append(s * (lengths > t).unsqueeze(1))
+        out = torch.stack(outs, 1)
+        if direction == 1:
+            out = torch.stack([torch.cat([out[b, :n].flip(0), out[b, n:]]) for b, n in enumerate(lengths.tolist())])
+        outputs.append(out)
+    return torch.cat(outputs, -1)
+
+
+def test_mufuru_state_map_gradient_after_the_loop_equals_the_step_by_step_one():
+    """Inside Recurrent, weight_hs's gradient is one matmul after the loop's backward
+    (_StateMapGradient); it must equal autograd's per-step gradients, padding and reversal included."""
+    torch.manual_seed(0)
+    layer = Recurrent(MuFuRU, 3, 5, bidirectional=True, batch_first=True).double()
+    x = torch.randn(3, 6, 3, dtype=torch.float64)
+    lengths = torch.tensor([6, 2, 4])
+    weight = torch.randn(3, 6, 10, dtype=torch.float64)
+    out, _ = layer(x, lengths=lengths)
+    fast = torch.autograd.grad((out * weight).sum(), list(layer.parameters()))
+    plain = _plain_mufuru_loop(layer, x, lengths)
+    torch.testing.assert_close(out, plain, atol=1e-12, rtol=0)
+    slow = torch.autograd.grad((plain * weight).sum(), list(layer.parameters()))
+    for (name, _), a, b in zip(layer.named_parameters(), fast, slow):
+        torch.testing.assert_close(a, b, atol=1e-12, rtol=1e-10, msg=name)
+
+
+def test_mufuru_stepping_reports_a_loop_that_skipped_steps():
+    cell = MuFuRU(3, 4)
+    x_proj = cell.project_input(torch.randn(5, 2, 3))
+    with cell.stepping(x_proj) as stepped:
+        s = cell.step(stepped[0], cell.initial_state(2))  # one step of five
+    with pytest.raises(RuntimeError, match="saw 1 steps for 5 inputs"):
+        (s.sum() + stepped.sum()).backward()
+    with torch.no_grad(), cell.stepping(x_proj) as same:
+        assert same is x_proj  # nothing deferred without gradients

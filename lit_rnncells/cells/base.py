@@ -12,7 +12,8 @@ the layer can mask padded steps and stack layers without knowing the cell.
 from __future__ import annotations
 
 import math
-from typing import Callable, Optional, Sequence, Tuple, Union
+from contextlib import contextmanager
+from typing import Callable, Iterator, Optional, Sequence, Tuple, Union
 
 import torch
 from torch import Tensor, nn
@@ -72,6 +73,18 @@ class RecurrentCell(nn.Module):
         auxiliary loss is wanted.
         """
         return None
+
+    @contextmanager
+    def stepping(self, x_proj: Tensor) -> Iterator[Tensor]:
+        """The layer's time loop runs inside this block: it steps once over each ``x_proj[t]`` of
+        the yielded time-major ``(T, B, P)`` tensor, in order, feeding each step the state the
+        previous one returned (masked). The default yields ``x_proj`` and does nothing else.
+
+        A cell may use the guarantee to take work out of the loop (MuFuRU computes its state
+        map's weight gradient for all steps in one matmul). :meth:`step` called outside such a
+        block must still be exact on its own.
+        """
+        yield x_proj
 
     def initial_state(self, batch_size: int, *, device: torch.device | None = None,
                       dtype: torch.dtype | None = None) -> State:

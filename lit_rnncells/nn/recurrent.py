@@ -53,23 +53,23 @@ def run_cell(cell: RecurrentCell, x: Tensor, state: State, mask: Optional[Tensor
         fused = cell.fused_sequence(x, state)
         if fused is not None:
             return fused[0], fused[1], None
-    x_proj = cell.project_input(x)
     states: List[State] = []
     aux_total: Optional[Tensor] = None
     step_fn = cell.step_with_aux if use_aux else None
-    for t, x_t in enumerate(x_proj.unbind(0)):
-        if step_fn is not None:
-            new_state, aux_t = step_fn(x_t, state)
-        else:
-            new_state, aux_t = cell.step(x_t, state), None
-        if mask is not None:
-            new_state = _where_state(mask[t], new_state, state)
+    with cell.stepping(cell.project_input(x)) as x_proj:
+        for t, x_t in enumerate(x_proj.unbind(0)):
+            if step_fn is not None:
+                new_state, aux_t = step_fn(x_t, state)
+            else:
+                new_state, aux_t = cell.step(x_t, state), None
+            if mask is not None:
+                new_state = _where_state(mask[t], new_state, state)
+                if aux_t is not None:
+                    aux_t = aux_t * mask[t].to(aux_t.dtype)
+            state = new_state
+            states.append(state)
             if aux_t is not None:
-                aux_t = aux_t * mask[t].to(aux_t.dtype)
-        state = new_state
-        states.append(state)
-        if aux_t is not None:
-            aux_total = aux_t.sum() if aux_total is None else aux_total + aux_t.sum()
+                aux_total = aux_t.sum() if aux_total is None else aux_total + aux_t.sum()
     if states:
         out = cell.output_sequence(states)  # the per-step outputs, computed after the loop
     else:
