@@ -8,7 +8,8 @@ multiply-accumulates per token counted from the shapes (hoisted input map +
 one step, via FlopCounterMode), the MAC ratio to GRU, and time ratio / MAC
 ratio (how much slower than its arithmetic predicts). Then the MZU section
 (scripts/bench_mzu.py, ratios to GRU+DT at hidden 800) and the MC-RNN section
-(scripts/bench_mcrnn.py) unless skipped.
+(scripts/bench_mcrnn.py, at the base size and at the paper's B=64, 256-unit setting) unless
+skipped.
 
     python scripts/bench_cells.py                 # everything (~10 min on 2 cores)
     python scripts/bench_cells.py --skip-mzu --skip-mcrnn
@@ -120,9 +121,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(mzu.format_table(mzu.run()) + "\n", flush=True)
     if not args.skip_mcrnn:
         mc = load_script("bench_mcrnn")
-        print("MC-RNN:")
-        rows = mc.run(mc.parse_args([]))
-        print(mc.format_table(rows) if hasattr(mc, "format_table") else rows, flush=True)
+        for label, argv in (("the base size", []),
+                            ("the paper's 256-unit setting", ["--batch", "64", "--input-size", "256"])):
+            args = mc.parse_args(argv)
+            print(f"MC-RNN at {label} (B={args.batch} T={args.steps} I={args.input_size} H={args.hidden_size}):")
+            print(mc.format_table(mc.run(args)) + "\n", flush=True)
 
 
 if __name__ == "__main__":

@@ -157,19 +157,18 @@ class MultiChannel(RecurrentCell):
     def output_sequence(self, states: Sequence[MCState]) -> Tensor:  # type: ignore[override]
         """Eq. 4–6 for all steps at once: e = rᵀ tanh(V_h h^k_t + V_x x_t), α = softmax_k(e),
         h_t = Σ_k α^k_t h^k_t. The attention never feeds back into the recurrence (eq. 2 reads the
-        channels' own h^k), so it runs after the time loop as one (T·c·B, H) × (H, H) matmul."""
-        h_ch = torch.stack([_slot_first(s[2]) for s in states])  # (T, c, B, H), slots as after the step
+        channels' own h^k), so it runs after the time loop as one (T·B·c, H) × (H, H) matmul."""
+        h_ch = torch.stack([s[2] for s in states])  # (T, B, c, H), slots as after the step
         att_x = torch.stack([s[0] for s in states])  # (T, B, H)
         # Plain 2-D matmuls and a weighted sum: CPU bmm/mv over T·B tiny batches loops per batch.
-        features = torch.tanh(F.linear(h_ch, self.att_hidden) + att_x.unsqueeze(1))
-        energy = F.linear(features, self.att_vector.unsqueeze(0)).squeeze(-1)  # (T, c, B)
-        alpha = torch.softmax(energy, dim=1)
+        features = torch.tanh(F.linear(h_ch, self.att_hidden) + att_x.unsqueeze(2))
+        energy = features.flatten(0, -2).mv(self.att_vector.to(features.dtype)).view(features.shape[:-1])
+        alpha = torch.softmax(energy, dim=2)
         if self._attention_log is not None:
             phase = torch.stack([s[1] for s in states])  # steps done mod c, after each step
-            by_slot = alpha.detach().transpose(1, 2).flatten(0, 1)  # (T·B, c)
-            self._attention_log.extend(slots_to_channels(by_slot, phase.flatten())
-                                       .view(len(states), -1, self.channels).unbind(0))
-        return (alpha.unsqueeze(-1).to(h_ch.dtype) * h_ch).sum(1)
+            self._attention_log.extend(slots_to_channels(alpha.detach().flatten(0, 1), phase.flatten())
+                                       .view_as(alpha).unbind(0))
+        return (alpha.unsqueeze(-1).to(h_ch.dtype) * h_ch).sum(2)
 
     def step(self, x_proj_t: Tensor, state: MCState) -> MCState:  # type: ignore[override]
         return self._step(x_proj_t, state, want_aux=False)[0]
@@ -181,33 +180,32 @@ class MultiChannel(RecurrentCell):
     def _step(self, x_proj_t: Tensor, state: MCState, want_aux: bool) -> Tuple[MCState, Optional[Tensor]]:
         """Eq. 1–3 for all channels; the attention (eq. 4–6) is left to :meth:`output_sequence`.
 
-        Works slot-first, ``(slots, B, ...)``: the state's batch-first leaves are views of
-        slot-major memory, so folding channels into the batch is a view."""
+        The wrapped cell runs on the channels folded into the batch, ``(c·B, ...)`` rows in
+        slot-major order; the state's ``(B, c, ...)`` leaves are views of slot-major memory, so
+        the folding is a view. Few autograd nodes per step: that is where the time goes."""
         c, hs = self.channels, self.hidden_size
-        phase, carried = state[1], state[2 + c:]
-        history = [_slot_first(h) for h in state[2: 2 + c]]
+        phase, history, carried = state[1], state[2: 2 + c], state[2 + c:]
         batch = phase.shape[0]
-        inner_x, att_x = x_proj_t[:, :-hs], x_proj_t[:, -hs:]
+        inner_x, att_x = x_proj_t.split([x_proj_t.shape[-1] - hs, hs], dim=-1)
         # Eq. 2, in the slot order of the next step (see _SlotMix), so the cell's new h needs no rotation.
         s = _SlotMix.apply(self.mix_weight, self.degree, *history)
-        # Eq. 3 for all channels at once: channels folded into the batch, (c, B, ...) -> (c*B, ...).
-        # The other leaves (LSTM's c) rotate with the slots: slot i -> i + 1, the block end -> 0.
-        leaves: List[Tensor] = [_slot_first(leaf).roll(1, dims=0).reshape(c * batch, *leaf.shape[2:])
-                                for leaf in carried]
-        leaves.insert(self._mixed_leaf, s.reshape(c * batch, hs))
+        # Eq. 3 for all channels at once. The other leaves (LSTM's c) rotate with the slots:
+        # slot i -> i + 1, the block end -> 0.
+        leaves: List[Tensor] = [_slot_first(leaf).roll(1, dims=0).flatten(0, 1) for leaf in carried]
+        leaves.insert(self._mixed_leaf, s)
         inner_state: State = tuple(leaves) if len(leaves) > 1 else leaves[0]
-        x_rep = inner_x.unsqueeze(0).expand(c, batch, inner_x.shape[-1]).reshape(c * batch, -1)
+        x_rep = inner_x.repeat(c, 1)
         if want_aux:
             new_inner, aux = self.cell.step_with_aux(x_rep, inner_state)
         else:
             new_inner, aux = self.cell.step(x_rep, inner_state), None
-        new_leaves = [leaf.reshape(c, batch, *leaf.shape[1:])
+        new_leaves = [_batch_first(leaf.unflatten(0, (c, batch)))
                       for leaf in (new_inner if isinstance(new_inner, tuple) else (new_inner,))]
         h_ch = new_leaves.pop(self._mixed_leaf)
         if aux is not None:
             aux = aux.view(c, batch).mean(0)
-        new_history = [h_ch, *history[:-1]]  # h_{t−j} moves one step deeper; the oldest is dropped
-        return (att_x, (phase + 1) % c, *map(_batch_first, new_history), *map(_batch_first, new_leaves)), aux
+        # h_{t−j} moves one step deeper; the oldest is dropped.
+        return (att_x, (phase + 1) % c, h_ch, *history[:-1], *new_leaves), aux
 
     # -- attention read-out -------------------------------------------------------------------
 
@@ -229,13 +227,14 @@ class MultiChannel(RecurrentCell):
 class _SlotMix(torch.autograd.Function):
     """Eq. 2 for every slot in one autograd node: s_i = (1/m_i) Σ_{j ≤ m_i} W_j h_{t−j}, m_i = i + 1.
 
-    Inputs: ``W`` (c, H, H), ``degree`` (c, 1, 1) holding m_i, and ``R_1 … R_c`` (c, B, H), where
+    Inputs: ``W`` (c, H, H), ``degree`` (c, 1, 1) holding m_i, and ``R_1 … R_c`` (the state's
+    ``(B, c, H)`` leaves, used slot-first as (c, B, H)), where
     ``R_j`` holds the channels' h from step t − j with its rows in the slot order of step
     t − j + 1. The channel in slot i now (in-degree i + 1) was in slot i − j + 1 then, so W_j
     multiplies the prefix ``R_j[: c − j + 1]`` and adds into slots j − 1 … c − 1:
-    (c − 1) c / 2 H×H products per example in c matmuls. The result is returned rotated by
-    one slot (slot i -> i + 1, the block end -> 0), the slot order of step t + 1, so the
-    wrapped cell's new h is already the next step's ``R_1``.
+    c (c + 1) / 2 H×H products per example in c matmuls. The result is returned rotated by
+    one slot (slot i -> i + 1, the block end -> 0), the slot order of step t + 1, as the
+    wrapped cell's ``(c·B, H)`` batch, so its new h is already the next step's ``R_1``.
 
     One node instead of some twenty small ones (matmuls on slices, in-place adds, rotations and
     their backward), which is what the step's time went to. Matmuls follow autocast in the
@@ -244,36 +243,39 @@ class _SlotMix(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, weight: Tensor, degree: Tensor, *history: Tensor) -> Tensor:  # type: ignore[override]
-        c, batch, hidden = history[0].shape
+        slots = [_slot_first(h) for h in history]  # (c, B, H) each, contiguous when made by this class
+        c, batch, hidden = slots[0].shape
         # s (c·B, H) = R_1 W_1ᵀ, then W_j's rows added in place into the slots j − 1 … c − 1.
-        s = torch.matmul(_rows(history[0], c), weight[0].t())
+        s = torch.matmul(_rows(slots[0], c), weight[0].t())
         for d in range(1, c):
-            s[d * batch:] += torch.matmul(_rows(history[d], c - d), weight[d].t())
+            s[d * batch:] += torch.matmul(_rows(slots[d], c - d), weight[d].t())
         s = s.view(c, batch, hidden)
         s.div_(degree.to(s.dtype))
         ctx.save_for_backward(weight, degree, *history)
-        return s.roll(1, dims=0)
+        return s.roll(1, dims=0).view(c * batch, hidden)
 
     @staticmethod
     @once_differentiable
     def backward(ctx, grad_out: Tensor):  # type: ignore[override]
         weight, degree, *history = ctx.saved_tensors
         c, dtype = weight.shape[0], grad_out.dtype
+        grad_out = grad_out.view(c, -1, grad_out.shape[-1])
         grad_s = (grad_out.roll(-1, dims=0) / degree.to(dtype)).flatten(0, 1)
         batch = grad_out.shape[1]
         grad_weight = torch.empty_like(weight) if ctx.needs_input_grad[0] else None
         grad_history: List[Optional[Tensor]] = []
         for d, hist in enumerate(history):
+            slots = _slot_first(hist)
             g = grad_s[d * batch:]
             if grad_weight is not None:
-                grad_weight[d] = g.t().mm(_rows(hist, c - d).to(dtype))
+                grad_weight[d] = g.t().mm(_rows(slots, c - d).to(dtype))
             if not ctx.needs_input_grad[2 + d]:
                 grad_history.append(None)
                 continue
-            grad = hist.new_empty(hist.shape)
+            grad = grad_s.new_empty(slots.shape)  # slot-major, returned as the input's batch-first view
             grad[c - d:] = 0
-            grad[: c - d] = g.mm(weight[d].to(dtype)).view(c - d, *hist.shape[1:])
-            grad_history.append(grad)
+            torch.mm(g, weight[d].to(dtype), out=_rows(grad, c - d))
+            grad_history.append(_batch_first(grad.to(slots.dtype)))
         return (grad_weight, None, *grad_history)
 
 
