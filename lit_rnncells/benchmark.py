@@ -1,6 +1,7 @@
 """Measuring helpers the benchmark scripts share: MAC counts from shapes, round-robin timing."""
 from __future__ import annotations
 
+import random
 import statistics
 import time
 from typing import Callable, Dict, List
@@ -33,13 +34,24 @@ def seconds(fn: Callable[[], None]) -> float:
     return time.perf_counter() - start
 
 
-def round_robin(jobs: Dict[str, Callable[[], None]], repeats: int, warmup: int = 1) -> Dict[str, float]:
-    """Median seconds of each job, run in turns so a change of machine load hits every job alike."""
+def interleaved_times(jobs: Dict[str, Callable[[], None]], repeats: int, warmup: int = 1,
+                      seed: int = 0) -> Dict[str, List[float]]:
+    """Seconds of each job in each of ``repeats`` rounds. Every round runs every job once, in a
+    fresh (seeded) random order, so a change of machine load hits every job alike and no job
+    always follows the same one (a job that frees much memory slows the next one's allocations)."""
     for fn in jobs.values():
         for _ in range(warmup):
             fn()
+    order = list(jobs)
+    rng = random.Random(seed)
     times: Dict[str, List[float]] = {name: [] for name in jobs}
     for _ in range(repeats):
-        for name, fn in jobs.items():
-            times[name].append(seconds(fn))
-    return {name: statistics.median(t) for name, t in times.items()}
+        rng.shuffle(order)
+        for name in order:
+            times[name].append(seconds(jobs[name]))
+    return times
+
+
+def round_robin(jobs: Dict[str, Callable[[], None]], repeats: int, warmup: int = 1) -> Dict[str, float]:
+    """Median seconds of each job over :func:`interleaved_times` rounds."""
+    return {name: statistics.median(t) for name, t in interleaved_times(jobs, repeats, warmup).items()}

@@ -1,7 +1,7 @@
 """Training speed of every registered cell against torch.nn.GRU / nn.LSTM, measured in one run.
 
 For each cell, forward + backward of a one-layer ``Recurrent`` over a random
-batch (median of ``--repeats`` round-robin runs, so machine load hits every
+batch (median of ``--repeats`` rounds, each running every cell once in a shuffled order, so machine load hits every
 cell alike), at B=32 T=100 I=128 H=256 and at a larger size. Printed per cell:
 training tokens/s, time ratio to torch.nn.GRU (LSTM also to torch.nn.LSTM), the
 multiply-accumulates per token counted from the shapes (hoisted input map +

@@ -7,7 +7,8 @@ one-channel-at-a-time reference (``lit_rnncells.cells.mcrnn_reference``) on the
 same parameters; and the multiply-accumulates (MACs) per time step, counted with
 ``torch.utils.flop_counter.FlopCounterMode`` around one ``step`` and its ``output``
 (for the reference: over whole blocks of steps, divided by the steps). The variants
-run in turns, one call each per round, after a warm-up round; the table gives the
+run in turns, one call each per round in a shuffled order, after a warm-up round
+(``lit_rnncells.benchmark.interleaved_times``); the table gives the
 best and the median time of ``--repeats`` rounds, and the fast version's speed-up
 over the reference as the median of the per-round ratios (a round's two variants
 ran under the same machine load) with their range.
@@ -40,6 +41,7 @@ import torch
 from torch import Tensor, nn
 from torch.utils.flop_counter import FlopCounterMode
 
+from lit_rnncells.benchmark import interleaved_times
 from lit_rnncells.cells import MultiChannel, get_cell
 from lit_rnncells.cells.mcrnn_reference import reference_forward
 from lit_rnncells.nn import Recurrent
@@ -66,19 +68,6 @@ def _fwd_bwd(fn: Callable[[], Tensor], params: List[nn.Parameter]) -> Callable[[
             q.grad = None
         fn().sum().backward()
     return go
-
-
-def _interleaved(fns: Dict[str, Callable[[], None]], repeats: int) -> Dict[str, List[float]]:
-    """Seconds per round of each variant: one warm-up round, then ``repeats`` rounds calling each
-    variant once per round (so a change of machine load hits the variants of a round alike)."""
-    times: Dict[str, List[float]] = {k: [] for k in fns}
-    for round_ in range(repeats + 1):
-        for name, fn in fns.items():
-            start = time.perf_counter()
-            fn()
-            if round_:
-                times[name].append(time.perf_counter() - start)
-    return times
 
 
 def _median(values: List[float]) -> float:
@@ -130,7 +119,7 @@ def run(args: Optional[Union[argparse.Namespace, Dict[str, object]]] = None) -> 
                    "fast": _fwd_bwd(lambda: layer(x)[0], list(layer.parameters()))}
             if not args.no_reference:
                 fns["reference"] = _fwd_bwd(lambda: reference_forward(mc, x)[0], list(layer.parameters()))
-            times = _interleaved(fns, args.repeats)
+            times = interleaved_times(fns, args.repeats)
             macs = {"wrapped": step_macs(plain.cell(0), b), "fast": step_macs(mc, b)}
             if not args.no_reference:
                 macs["reference"] = reference_step_macs(mc, b)
