@@ -1,8 +1,11 @@
-"""Measuring helpers the benchmark scripts share: MAC counts from shapes, round-robin timing."""
+"""Measuring helpers the benchmark scripts share: MAC counts from shapes, round-robin timing,
+and the allocator setting they measure under."""
 from __future__ import annotations
 
+import ctypes
 import random
 import statistics
+import sys
 import time
 from typing import Callable, Dict, List
 
@@ -26,6 +29,38 @@ def input_macs(cell: RecurrentCell) -> int:
     with torch.no_grad(), FlopCounterMode(display=False) as counter:
         cell.project_input(torch.zeros(1, cell.input_size))
     return counter.get_total_flops() // 2
+
+
+def keep_freed_memory() -> bool:
+    """Ask glibc's malloc to keep freed memory for reuse (no trimming, no mmap below 1 GiB).
+
+    By default glibc hands every large freed block back to the OS, so each training step
+    page-faults its activations in again; on this project's (virtual) machine that cost up to
+    30% of a CPU step and varied with the host's load. The benchmark scripts call this first
+    (``--system-malloc`` turns it off) so they measure the cells, not the page faults. For
+    your own CPU training, the same setting without code: ``GLIBC_TUNABLES=
+    glibc.malloc.mmap_threshold=1073741824:glibc.malloc.trim_threshold=1073741824``.
+    Returns whether it took effect (False off Linux/glibc).
+    """
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:
+        return False
+    m_trim_threshold, m_mmap_threshold = -1, -3  # <malloc.h>
+    return bool(libc.mallopt(m_mmap_threshold, 1 << 30)) and bool(libc.mallopt(m_trim_threshold, 1 << 30))
+
+
+SYSTEM_MALLOC_HELP = ("keep glibc's default of returning freed memory to the OS "
+                      "(see lit_rnncells.benchmark.keep_freed_memory)")
+
+
+def allocator_setting(system_malloc: bool) -> str:
+    """Apply :func:`keep_freed_memory` unless ``system_malloc``; a phrase for the printed header."""
+    if not system_malloc and keep_freed_memory():
+        return "malloc keeps freed memory"
+    return "system malloc defaults"
 
 
 def seconds(fn: Callable[[], None]) -> float:

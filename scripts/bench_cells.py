@@ -1,8 +1,9 @@
 """Training speed of every registered cell against torch.nn.GRU / nn.LSTM, measured in one run.
 
 For each cell, forward + backward of a one-layer ``Recurrent`` over a random
-batch (median of ``--repeats`` rounds, each running every cell once in a shuffled order, so machine load hits every
-cell alike), at B=32 T=100 I=128 H=256 and at a larger size. Printed per cell:
+batch (median of ``--repeats`` rounds, each running every cell once in a shuffled
+order, so machine load hits every cell alike), at B=32 T=100 I=128 H=256 and at
+a larger size. Printed per cell:
 training tokens/s, time ratio to torch.nn.GRU (LSTM also to torch.nn.LSTM), the
 multiply-accumulates per token counted from the shapes (hoisted input map +
 one step, via FlopCounterMode), the MAC ratio to GRU, and time ratio / MAC
@@ -27,7 +28,7 @@ from typing import Callable, Dict, List, Sequence, Tuple
 import torch
 from torch import nn
 
-from lit_rnncells.benchmark import input_macs, round_robin, step_macs
+from lit_rnncells.benchmark import SYSTEM_MALLOC_HELP, allocator_setting, input_macs, round_robin, step_macs
 from lit_rnncells.cells import available_cells, get_cell
 from lit_rnncells.nn import Recurrent
 
@@ -107,12 +108,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true", help="tiny sizes, one repeat, no MZU/MC-RNN sections")
     parser.add_argument("--skip-mzu", action="store_true")
     parser.add_argument("--skip-mcrnn", action="store_true")
+    parser.add_argument("--system-malloc", action="store_true", help=SYSTEM_MALLOC_HELP)
     args = parser.parse_args(argv)
     if args.quick:
         args.sizes, args.repeats, args.skip_mzu, args.skip_mcrnn = ["quick"], 1, True, True
     cells = args.cells or [n for n in available_cells() if default_constructible(n)]
+    malloc = allocator_setting(args.system_malloc)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; forward+backward, median of "
-          f"{args.repeats} round-robin runs\n")
+          f"{args.repeats} rounds in shuffled order; {malloc}\n")
     for size in args.sizes:
         print(format_rows(bench_size(cells, SIZES[size], args.repeats)) + "\n", flush=True)
     if not args.skip_mzu:

@@ -41,7 +41,7 @@ import torch
 from torch import Tensor, nn
 from torch.utils.flop_counter import FlopCounterMode
 
-from lit_rnncells.benchmark import interleaved_times
+from lit_rnncells.benchmark import SYSTEM_MALLOC_HELP, allocator_setting, interleaved_times
 from lit_rnncells.cells import MultiChannel, get_cell
 from lit_rnncells.cells.mcrnn_reference import reference_forward
 from lit_rnncells.nn import Recurrent
@@ -57,6 +57,7 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     p.add_argument("--hidden-size", type=int, default=256)
     p.add_argument("--repeats", type=int, default=7, help="timed rounds after one warm-up round")
     p.add_argument("--threads", type=int, default=0, help="torch threads (0: leave torch's default)")
+    p.add_argument("--system-malloc", action="store_true", help=SYSTEM_MALLOC_HELP)
     p.add_argument("--no-reference", action="store_true", help="skip the slow reference")
     p.add_argument("--seed", type=int, default=0)
     return p.parse_args(argv)
@@ -158,10 +159,11 @@ def format_table(rows: List[Dict[str, object]]) -> str:
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
     args = parse_args(argv)
+    malloc = allocator_setting(args.system_malloc)
     start = time.perf_counter()
     rows = run(args)
     print(f"B={args.batch} T={args.steps} I={args.input_size} H={args.hidden_size}, "
-          f"threads={torch.get_num_threads()}, {args.repeats} interleaved rounds, forward+backward")
+          f"threads={torch.get_num_threads()}, {args.repeats} interleaved rounds, forward+backward, {malloc}")
     print(format_table(rows))
     print(f"total {time.perf_counter() - start:.0f} s")
 

@@ -24,7 +24,7 @@ from typing import Callable, Dict, List, Optional, Sequence
 import torch
 from torch import Tensor
 
-from lit_rnncells.benchmark import step_macs
+from lit_rnncells.benchmark import SYSTEM_MALLOC_HELP, allocator_setting, step_macs
 from lit_rnncells.cells import GRUDT, CapMZU, GcnMZU, RecurrentCell, SatMZU
 from lit_rnncells.nn import Recurrent
 
@@ -121,6 +121,7 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     p.add_argument("--steps", type=int, default=50)
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--threads", type=int, default=0, help="torch threads (0: leave the default)")
+    p.add_argument("--system-malloc", action="store_true", help=SYSTEM_MALLOC_HELP)
     p.add_argument("--clock", choices=("wall", "cpu"), default="wall",
                    help="wall time, or process CPU time (robust on a shared machine, best with --threads 1)")
     p.add_argument("--profile", action="store_true", help="print a torch.profiler table per cell")
@@ -129,9 +130,10 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
     args = parse_args(argv)
+    malloc = allocator_setting(args.system_malloc)
     rows = run(args)
     print(f"hidden {args.hidden_size}, input {args.input_size}, batch {args.batch}, T {args.steps}, "
-          f"threads {torch.get_num_threads()}, {args.clock} clock, median of {args.repeats}")
+          f"threads {torch.get_num_threads()}, {args.clock} clock, median of {args.repeats}, {malloc}")
     print(format_table(rows))
 
 

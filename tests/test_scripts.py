@@ -25,3 +25,13 @@ def test_bench_cells_quick_lists_every_cell_with_mac_ratios():
 def test_sweep_logic_prints_a_table():
     out = run_script("scripts/sweep_logic.py", "--cells", "GRU", "--hidden", "4", "--seeds", "0", "--epochs", "1")
     assert "| hidden | GRU |" in out and "| 4 |" in out
+
+
+def test_benchmarks_keep_freed_memory_on_glibc():
+    """The benchmarks' allocator setting takes effect where glibc is the C library (here)."""
+    import platform
+
+    code = "from lit_rnncells.benchmark import allocator_setting as a; print(a(False)); print(a(True))"
+    out = run_script("-c", code).splitlines()
+    expected = "malloc keeps freed memory" if platform.libc_ver()[0] == "glibc" else "system malloc defaults"
+    assert out == [expected, "system malloc defaults"]
