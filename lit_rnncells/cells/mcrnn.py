@@ -20,11 +20,12 @@ How the fast step works (all channels at once, eq. 1–6 unchanged):
   The per-example step phase ``t mod (n − 1)`` maps slots back to channel labels
   (``k = ((phase − m) mod (n − 1)) + 1``), which only the attention read-out needs.
 * Eq. 2 costs the minimum: the depth-j term W_j h_{t−j} is needed only by the
-  slots with m ≥ j, so step j is one matmul on n − j slots, and over all j the
-  step does (n − 1) n / 2 H×H products per example instead of (n − 1)².
+  slots with m ≥ j, so depth j is one matmul on the n − j slots that need it, and
+  over all j the step does (n − 1) n / 2 H×H products per example instead of
+  (n − 1)², all in one autograd node (``_SlotMix``, with a hand-written backward).
 * Eq. 3: channels fold into the batch — one call of the wrapped cell's ``step``
   on a ``((n − 1) B, ...)`` batch; its ``project_input`` runs once on x and is
-  shared (expanded) across channels.
+  repeated across channels.
 * Eq. 4–6 (the attention over channels) never feed back: eq. 2 reads each
   channel's own h^k, not the mixed h_t. So the step keeps the channels' new h
   (and V_x x_t) in the state and the layer computes h_t for all steps at once
