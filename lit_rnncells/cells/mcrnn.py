@@ -152,7 +152,7 @@ class MultiChannel(RecurrentCell):
         return (torch.zeros_like(h0), phase, *history, *carried)
 
     def output(self, state: MCState) -> Tensor:  # type: ignore[override]
-        """Eq. 4–6 on the channels' newest h (in ``history_0``) and the step's V_x x_t."""
+        """Eq. 4–6 on the channels' newest h (``R_1``) and the step's V_x x_t (see :data:`MCState`)."""
         return self.output_sequence([state])[0]
 
     def output_sequence(self, states: Sequence[MCState]) -> Tensor:  # type: ignore[override]
