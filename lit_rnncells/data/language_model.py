@@ -89,7 +89,7 @@ def read_local(dataset: str, folder: Path) -> Tuple[Dict[str, str], List[Dict[st
     return raw, prints
 
 
-def read_hub(dataset: str, hub_id: str) -> Dict[str, str]:  # pragma: no cover - needs network
+def read_hub(dataset: str, hub_id: str) -> Dict[str, str]:
     """Raw split texts from the Hugging Face hub, in the same shape :func:`read_local` returns."""
     from datasets import load_dataset
 
