@@ -71,10 +71,6 @@ def _fwd_bwd(fn: Callable[[], Tensor], params: List[nn.Parameter]) -> Callable[[
     return go
 
 
-def _median(values: List[float]) -> float:
-    return statistics.median(values)
-
-
 def step_macs(cell: nn.Module, batch: int) -> int:
     """MACs of one ``step`` and its ``output`` from the initial state (FlopCounterMode counts 2
     flops per MAC); for MC-RNN the output is the attention, computed after the time loop."""
@@ -132,9 +128,9 @@ def run(args: Optional[Union[argparse.Namespace, Dict[str, object]]] = None) -> 
                     "cell": f"MC-RNN-{n - 1}({name})" if impl != "wrapped" else name,
                     "wrapped": name, "block_size": n if impl != "wrapped" else None, "impl": impl,
                     "batch": b, "steps": t, "input_size": i, "hidden_size": h, "threads": torch.get_num_threads(),
-                    "fwd_bwd_ms": 1e3 * min(tm), "median_ms": 1e3 * _median(tm),
+                    "fwd_bwd_ms": 1e3 * min(tm), "median_ms": 1e3 * statistics.median(tm),
                     "tokens_per_s": b * t / min(tm), "vs_wrapped": min(tm) / base,
-                    "fast_speedup_over_reference": (_median(speedups)
+                    "fast_speedup_over_reference": (statistics.median(speedups)
                                                     if impl == "fast" and not args.no_reference else None),
                     "speedup_range": ((min(speedups), max(speedups))
                                       if impl == "fast" and not args.no_reference else None),

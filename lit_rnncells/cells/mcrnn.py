@@ -146,8 +146,8 @@ class MultiChannel(RecurrentCell):
         inner = self.cell.initial_state(batch_size, device=device, dtype=dtype)
         leaves = list(inner) if isinstance(inner, tuple) else [inner]
         h0 = leaves.pop(self._mixed_leaf)
-        history = [_batch_first(h0.unsqueeze(0).expand(c, *h0.shape).contiguous()) for _ in range(c)]
-        carried = [_batch_first(leaf.unsqueeze(0).expand(c, *leaf.shape).contiguous()) for leaf in leaves]
+        history = [_swap_slots_and_batch(h0.unsqueeze(0).expand(c, *h0.shape).contiguous()) for _ in range(c)]
+        carried = [_swap_slots_and_batch(leaf.unsqueeze(0).expand(c, *leaf.shape).contiguous()) for leaf in leaves]
         phase = torch.zeros(batch_size, dtype=torch.long, device=h0.device)
         return (torch.zeros_like(h0), phase, *history, *carried)
 
@@ -192,7 +192,7 @@ class MultiChannel(RecurrentCell):
         s = _SlotMix.apply(self.mix_weight, self.degree, *history)
         # Eq. 3 for all channels at once. The other leaves (LSTM's c) rotate with the slots:
         # slot i -> i + 1, the block end -> 0.
-        leaves: List[Tensor] = [_slot_first(leaf).roll(1, dims=0).flatten(0, 1) for leaf in carried]
+        leaves: List[Tensor] = [_swap_slots_and_batch(leaf).roll(1, dims=0).flatten(0, 1) for leaf in carried]
         leaves.insert(self._mixed_leaf, s)
         inner_state: State = tuple(leaves) if len(leaves) > 1 else leaves[0]
         x_rep = inner_x.repeat(c, 1)
@@ -200,7 +200,7 @@ class MultiChannel(RecurrentCell):
             new_inner, aux = self.cell.step_with_aux(x_rep, inner_state)
         else:
             new_inner, aux = self.cell.step(x_rep, inner_state), None
-        new_leaves = [_batch_first(leaf.unflatten(0, (c, batch)))
+        new_leaves = [_swap_slots_and_batch(leaf.unflatten(0, (c, batch)))
                       for leaf in (new_inner if isinstance(new_inner, tuple) else (new_inner,))]
         h_ch = new_leaves.pop(self._mixed_leaf)
         if aux is not None:
@@ -244,7 +244,7 @@ class _SlotMix(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, weight: Tensor, degree: Tensor, *history: Tensor) -> Tensor:  # type: ignore[override]
-        slots = [_slot_first(h) for h in history]  # (c, B, H) each, contiguous when made by this class
+        slots = [_swap_slots_and_batch(h) for h in history]  # (c, B, H) each, contiguous when made by this class
         c, batch, hidden = slots[0].shape
         # s (c·B, H) = R_1 W_1ᵀ, then W_j's rows added in place into the slots j − 1 … c − 1.
         s = torch.matmul(_rows(slots[0], c), weight[0].t())
@@ -263,20 +263,22 @@ class _SlotMix(torch.autograd.Function):
         grad_out = grad_out.view(c, -1, grad_out.shape[-1])
         grad_s = (grad_out.roll(-1, dims=0) / degree.to(dtype)).flatten(0, 1)
         batch = grad_out.shape[1]
-        grad_weight = torch.empty_like(weight) if ctx.needs_input_grad[0] else None
+        grad_weight = weight.new_empty(weight.shape, dtype=dtype) if ctx.needs_input_grad[0] else None
         grad_history: List[Optional[Tensor]] = []
         for d, hist in enumerate(history):
-            slots = _slot_first(hist)
+            slots = _swap_slots_and_batch(hist)
             g = grad_s[d * batch:]
             if grad_weight is not None:
-                grad_weight[d] = g.t().mm(_rows(slots, c - d).to(dtype))
+                torch.mm(g.t(), _rows(slots, c - d).to(dtype), out=grad_weight[d])
             if not ctx.needs_input_grad[2 + d]:
                 grad_history.append(None)
                 continue
             grad = grad_s.new_empty(slots.shape)  # slot-major, returned as the input's batch-first view
             grad[c - d:] = 0
             torch.mm(g, weight[d].to(dtype), out=_rows(grad, c - d))
-            grad_history.append(_batch_first(grad.to(slots.dtype)))
+            grad_history.append(_swap_slots_and_batch(grad.to(slots.dtype)))
+        if grad_weight is not None:
+            grad_weight = grad_weight.to(weight.dtype)
         return (grad_weight, None, *grad_history)
 
 
@@ -285,14 +287,9 @@ def _rows(slots: Tensor, count: int) -> Tensor:
     return slots[:count].reshape(-1, slots.shape[-1])
 
 
-def _slot_first(leaf: Tensor) -> Tensor:
-    """A state leaf ``(B, slots, ...)`` as ``(slots, B, ...)`` (a view; contiguous when the leaf
-    came from :func:`_batch_first`)."""
-    return leaf.transpose(0, 1)
-
-
-def _batch_first(leaf: Tensor) -> Tensor:
-    """Slot-major ``(slots, B, ...)`` memory shown as the batch-first leaf the layer expects."""
+def _swap_slots_and_batch(leaf: Tensor) -> Tensor:
+    """A state leaf ``(B, slots, ...)`` as ``(slots, B, ...)`` and back (a view). The state's
+    leaves are batch-first views of slot-major memory, so the slot-first view is contiguous."""
     return leaf.transpose(0, 1)
 
 
