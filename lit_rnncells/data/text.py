@@ -208,8 +208,8 @@ def cached(cache_dir: Optional[Path], key: Mapping[str, Any], build: Callable[[]
     path = Path(cache_dir) / f"{key.get('name', 'corpus')}-{digest}.pt"
     if path.is_file():
         try:
-            return torch.load(path, weights_only=False)
-        except Exception:  # a corrupt entry is rebuilt
+            return torch.load(path, weights_only=True)  # plain tensors and containers: never runs code
+        except Exception:  # a corrupt or unsafe entry is rebuilt
             pass
     result = build()
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,173 @@
+"""Length-bucketed, rank-sharded, resumable batches for the example-level DataModules.
+
+Seq2seq and classification data are sets of examples of very different lengths. Batching
+examples of similar length wastes little compute on padding; doing it inside large shuffled
+chunks keeps the batches random (fairseq / torchtext's ``BucketIterator`` habit).
+:class:`BucketedBatches` yields collated batches that carry their epoch and position, so a
+DataModule mixing in :class:`ResumableBatchesMixin` can save the training position in the
+checkpoint and a resumed run continues with exactly the batches it would have seen.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+import torch
+from lightning.pytorch.utilities import rank_zero_warn
+from torch import Tensor
+from torch.utils.data import IterableDataset
+
+from ..cells.base import check_positive
+
+Batch = Dict[str, Any]
+
+
+def pad_batch(seqs: Sequence[Union[Sequence[int], Tensor]], pad_id: int) -> Tuple[Tensor, Tensor]:
+    """Right-pad id sequences into a ``(B, T)`` long tensor; also return the lengths ``(B,)``."""
+    lengths = torch.tensor([len(s) for s in seqs], dtype=torch.long)
+    out = torch.full((len(seqs), int(lengths.max()) if len(seqs) else 0), pad_id, dtype=torch.long)
+    for row, seq in enumerate(seqs):
+        if len(seq):
+            out[row, :len(seq)] = torch.as_tensor(seq, dtype=torch.long)
+    return out, lengths
+
+
+class BucketedBatches(IterableDataset):
+    """One rank's batches of a split, grouped by length; use with ``DataLoader(ds, batch_size=None)``.
+
+    Args:
+        lengths: the length of every example (what padding depends on, e.g. source length).
+        collate: builds the batch dict from a list of example indices.
+        batch_size: examples per batch (at most).
+        max_tokens: if set, also at most this many padded tokens (``longest × count``) per batch.
+        shuffle: training order. ``True``: examples shuffled by ``(seed, epoch)``, sorted by length
+            within chunks of ``chunk_batches × batch_size``, cut into batches, batches shuffled; each
+            rank takes an equal share (the last ``< world_size`` batches are dropped). ``False``
+            (evaluation): sorted by length, batches dealt to ranks in turn, every example exactly once.
+        epoch: returns the current epoch; start_batch: the batch to start at for an epoch (resume).
+
+    Each yielded batch also holds ``"epoch"`` and ``"batch"`` (its position in this rank's epoch).
+    """
+
+    def __init__(self, lengths: Sequence[int], collate: Callable[[List[int]], Batch], *, batch_size: int,
+                 max_tokens: Optional[int] = None, shuffle: bool, seed: int = 0, chunk_batches: int = 50,
+                 rank: int = 0, world_size: int = 1, epoch: Callable[[], int] = lambda: 0,
+                 start_batch: Callable[[int], int] = lambda epoch: 0) -> None:
+        check_positive(batch_size=batch_size, chunk_batches=chunk_batches, world_size=world_size)
+        if max_tokens is not None:
+            check_positive(max_tokens=max_tokens)
+        self.lengths = np.asarray(lengths, dtype=np.int64)
+        if len(self.lengths) == 0:
+            raise ValueError("A split has no examples; check its files or the filters that dropped them.")
+        self.collate, self.batch_size, self.max_tokens = collate, batch_size, max_tokens
+        self.shuffle, self.seed, self.chunk_batches = shuffle, seed, chunk_batches
+        self.rank, self.world_size = rank, world_size
+        self.epoch, self.start_batch = epoch, start_batch
+        self._cache: Optional[Tuple[int, List[np.ndarray]]] = None
+        if shuffle and len(self.batches(0)) == 0:
+            raise ValueError(f"{len(self.lengths)} training examples make fewer batches than the {world_size} "
+                             "devices; lower batch_size or use fewer devices.")
+
+    def _cut(self, order: np.ndarray) -> List[np.ndarray]:
+        """Consecutive batches of ``order`` within the size limits."""
+        if self.max_tokens is None:
+            return [order[i:i + self.batch_size] for i in range(0, len(order), self.batch_size)]
+        batches, start, longest = [], 0, 0
+        for i, index in enumerate(order):
+            longest_if = max(longest, int(self.lengths[index]))
+            if i > start and (i - start >= self.batch_size or longest_if * (i - start + 1) > self.max_tokens):
+                batches.append(order[start:i])
+                start, longest_if = i, int(self.lengths[index])
+            longest = longest_if
+        batches.append(order[start:])
+        return batches
+
+    def batches(self, epoch: int) -> List[np.ndarray]:
+        """This rank's batches (arrays of example indices) of an epoch, in order."""
+        if self._cache is not None and self._cache[0] == epoch:
+            return self._cache[1]
+        if not self.shuffle:
+            everything = self._cut(np.argsort(self.lengths, kind="stable"))
+            mine = everything[self.rank::self.world_size]
+        else:
+            rng = np.random.default_rng([self.seed, epoch])
+            order = rng.permutation(len(self.lengths))
+            chunk = self.chunk_batches * self.batch_size
+            everything = []
+            for start in range(0, len(order), chunk):
+                part = order[start:start + chunk]
+                everything.extend(self._cut(part[np.argsort(self.lengths[part], kind="stable")]))
+            everything = [everything[i] for i in rng.permutation(len(everything))]
+            share = len(everything) // self.world_size
+            mine = everything[self.rank * share:(self.rank + 1) * share]
+        self._cache = (epoch, mine)
+        return mine
+
+    def __len__(self) -> int:
+        return len(self.batches(self.epoch()))
+
+    def __iter__(self):
+        epoch = self.epoch()
+        start = self.start_batch(epoch)
+        for position, indices in enumerate(self.batches(epoch)):
+            if position < start:
+                continue
+            batch = self.collate([int(i) for i in indices])
+            batch["epoch"], batch["batch"] = epoch, position
+            yield batch
+
+
+class ResumableBatchesMixin:
+    """Mix into a LightningDataModule (before it in the bases) whose training batches come from
+    :class:`BucketedBatches`: the training position goes into the checkpoint, and a resumed run
+    starts the epoch at the next batch it had not trained on.
+
+    The DataModule passes ``epoch=self.current_epoch`` and ``start_batch=self.resume_start_batch``
+    to its training :class:`BucketedBatches`, sets ``self.batch_size``, and merges
+    ``super().state_dict()`` into its own state.
+    """
+
+    batch_size: int
+
+    def _resume_store(self) -> Dict[str, Any]:
+        store = self.__dict__.get("_resumable")
+        if store is None:
+            store = self.__dict__["_resumable"] = {"position": {}, "resume": None}
+        return store
+
+    def rank_world(self) -> Tuple[int, int]:
+        """This process's rank and the world size (0, 1 without a trainer)."""
+        trainer = getattr(self, "trainer", None)
+        return (trainer.global_rank, trainer.world_size) if trainer is not None else (0, 1)
+
+    def current_epoch(self) -> int:
+        trainer = getattr(self, "trainer", None)
+        return trainer.current_epoch if trainer is not None else 0
+
+    def resume_start_batch(self, epoch: int) -> int:
+        """The batch a resumed epoch starts at (used once; 0 otherwise)."""
+        store = self._resume_store()
+        resume, store["resume"] = store["resume"], None
+        if resume is None or resume["epoch"] != epoch:
+            return 0
+        if (resume["world_size"], resume["batch_size"]) != (self.rank_world()[1], self.batch_size):
+            rank_zero_warn(f"The checkpoint was trained with batch_size={resume['batch_size']} on "
+                           f"{resume['world_size']} device(s), this run uses batch_size={self.batch_size} on "
+                           f"{self.rank_world()[1]}: epoch {epoch} restarts from its first batch.")
+            return 0
+        return int(resume["batch"])
+
+    def on_after_batch_transfer(self, batch: Any, dataloader_idx: int) -> Any:
+        """Record the position of the training batch about to be trained on."""
+        trainer = getattr(self, "trainer", None)
+        if trainer is not None and trainer.training and isinstance(batch, dict) and "batch" in batch:
+            self._resume_store()["position"] = {"epoch": int(batch["epoch"]), "batch": int(batch["batch"]) + 1,
+                                                "world_size": self.rank_world()[1], "batch_size": self.batch_size}
+        return batch
+
+    def state_dict(self) -> Dict[str, Any]:
+        state = super().state_dict()  # type: ignore[misc]
+        return {**state, "position": dict(self._resume_store()["position"])}
+
+    def load_state_dict(self, state: Dict[str, Any]) -> None:
+        self._resume_store()["resume"] = dict(state["position"]) if state.get("position") else None
