@@ -1,6 +1,8 @@
 """``python -m lit_rnncells {fit,validate,test,predict} --config ...``: LightningCLI for every task."""
 from __future__ import annotations
 
+import importlib
+import inspect
 from typing import List, Optional
 
 from lightning.pytorch import LightningDataModule, LightningModule, Trainer
@@ -9,6 +11,7 @@ from lightning.pytorch.cli import LightningArgumentParser, LightningCLI, SaveCon
 from . import cells as _cells  # noqa: F401  (registers cells so short class names resolve)
 from . import data as _data  # noqa: F401
 from . import tasks as _tasks  # noqa: F401
+from .callbacks import PredictionWriter
 from .tasks.base import RecurrentTask
 
 # Sizes that come from the data flow into the model when the model has a parameter of that name.
@@ -33,12 +36,45 @@ class LitRNNCellsCLI(LightningCLI):
     def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
         parser.add_argument("--test_after_fit", type=bool, default=False,
                             help="After fit, evaluate the final model on the test split.")
+        parser.add_argument("--predict_output", type=Optional[str], default=None,
+                            help="predict: write one line per input line, in input order, to this file "
+                                 "(default: standard output).")
         for name in DATA_TO_MODEL_LINKS:
             parser.link_arguments(f"data.{name}", f"model.init_args.{name}", apply_on="instantiate")
+
+    def before_instantiate_classes(self) -> None:
+        """In test / validate / predict with ``--ckpt_path``, a DataModule that accepts ``checkpoint_path``
+        takes its tokenizers and vocabulary from that checkpoint (so predict needs no training files)."""
+        config = self.config.get(self.subcommand, {}) if self.subcommand else self.config
+        ckpt_path = config.get("ckpt_path")
+        data = config.get("data")
+        if self.subcommand in ("test", "validate", "predict") and ckpt_path and data is not None:
+            init_args = data.get("init_args")
+            if init_args is not None and "checkpoint_path" in _init_parameters(data.get("class_path")) \
+                    and init_args.get("checkpoint_path") is None:
+                init_args["checkpoint_path"] = ckpt_path
+
+    def instantiate_classes(self) -> None:
+        super().instantiate_classes()
+        if self.subcommand == "predict":
+            output = self.config.get("predict", {}).get("predict_output")
+            self.trainer.callbacks.append(PredictionWriter(output))
 
     def after_fit(self) -> None:
         if self.config.get(self.subcommand, {}).get("test_after_fit"):
             self.trainer.test(self.model, datamodule=self.datamodule)
+
+
+def _init_parameters(class_path: Optional[str]) -> List[str]:
+    """The constructor parameter names of a class given by its import path (empty if it cannot be imported)."""
+    if not class_path or "." not in class_path:
+        return []
+    module, _, name = class_path.rpartition(".")
+    try:
+        cls = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError):
+        return []
+    return list(inspect.signature(cls.__init__).parameters)
 
 
 def default_trainer() -> dict:

@@ -93,3 +93,14 @@ def test_ddp_two_cpu_processes_with_bf16(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     assert "test/acc" in result.stdout
     assert "world_size=2" in result.stderr + result.stdout or "distributed_backend=gloo" in result.stderr + result.stdout
+
+
+def test_ckpt_path_reaches_a_datamodule_that_accepts_it_in_test_and_predict_not_in_fit(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    data = ["--data", "tests.examples.checkpoint_data.CheckpointAwareLogicData"]
+    cli = main(["fit", "--config", MUFURU, *TINY, *data, "--trainer.default_root_dir", str(tmp_path)])
+    assert cli.datamodule.checkpoint_path is None
+    ckpt = str(next(tmp_path.rglob("*.ckpt")))
+    for sub in ("test", "predict"):
+        cli = main([sub, "--config", MUFURU, *TINY, *data, "--ckpt_path", ckpt])
+        assert cli.datamodule.checkpoint_path == ckpt
