@@ -2,5 +2,6 @@
 from .base import RecurrentTask, resolve_cell
 from .logic import LogicEvaluator
 from .language_model import LanguageModel
+from .classification import AspectClassifier, DocumentClassifier, SequenceClassifier
 
-__all__ = ["RecurrentTask", "resolve_cell", "LogicEvaluator", "LanguageModel"]
+__all__ = ["RecurrentTask", "resolve_cell", "LogicEvaluator", "LanguageModel", "AspectClassifier", "DocumentClassifier", "SequenceClassifier"]
