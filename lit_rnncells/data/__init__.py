@@ -2,5 +2,8 @@
 from .logic import LogicDataModule
 from .language_model import LanguageModelDataModule
 from .text import Vocabulary, VocabularyMismatchError
+from .translation import TranslationDataModule
+from .subword import SubwordTokenizer
 
-__all__ = ["LogicDataModule", "LanguageModelDataModule", "Vocabulary", "VocabularyMismatchError"]
+__all__ = ["LogicDataModule", "LanguageModelDataModule", "Vocabulary", "VocabularyMismatchError",
+           "TranslationDataModule", "SubwordTokenizer"]

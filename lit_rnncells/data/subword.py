@@ -1,0 +1,137 @@
+"""Subword vocabularies for sequence-to-sequence tasks: BPE (Sennrich et al. 2016) with ``tokenizers``.
+
+Two flavours, chosen by ``pretokenized``:
+
+* raw text (Multi30k): **byte-level** BPE (GPT-2 style, a space is part of the next token), so any
+  input string is encodable and :meth:`SubwordTokenizer.decode` gives the raw sentence back;
+* pre-tokenised text (IWSLT14 and Gigaword, Moses / PTB tokenised): the line is **split on
+  whitespace** first and every word is segmented on its own with an end-of-word marker ``</w>``,
+  so a decoded sequence is again whitespace-separated corpus tokens. Characters never seen in
+  training become ``<unk>`` (dropped by ``decode`` like every special token).
+
+Special tokens are fixed for every tokenizer: pad 0 ``<pad>``, unk 1 ``<unk>``, bos 2 ``<bos>``,
+eos 3 ``<eos>``. A tokenizer is fitted on the training split only, and serialises to one JSON
+string (:meth:`to_json`) that goes in the checkpoint and loads with ``torch.load(weights_only=True)``.
+"""
+from __future__ import annotations
+
+import html
+import json
+from functools import cached_property
+from typing import Any, Iterable, List, Optional, Sequence
+
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+PAD, UNK, BOS, EOS = "<pad>", "<unk>", "<bos>", "<eos>"
+SPECIALS = (PAD, UNK, BOS, EOS)
+PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
+END_OF_WORD = "</w>"
+
+
+class SubwordTokenizer:
+    """A BPE tokenizer with fixed special ids and the corpus's (de)tokenisation conventions.
+
+    Args:
+        tokenizer: a trained ``tokenizers.Tokenizer`` whose first four ids are ``SPECIALS``.
+        pretokenized: whether the corpus is already word-tokenised (whitespace-split BPE) or raw
+            text (byte-level BPE).
+        language: ISO code of the text (``en``, ``de``, ...) for Moses detokenisation.
+    """
+
+    def __init__(self, tokenizer: Tokenizer, pretokenized: bool, language: str = "en") -> None:
+        ids = [tokenizer.token_to_id(s) for s in SPECIALS]
+        if ids != [PAD_ID, UNK_ID, BOS_ID, EOS_ID]:
+            raise ValueError(f"A SubwordTokenizer needs the special tokens {list(SPECIALS)} at ids 0-3, got {ids}; "
+                             "build it with SubwordTokenizer.train.")
+        self.tokenizer, self.pretokenized, self.language = tokenizer, bool(pretokenized), language
+
+    # --- construction ----------------------------------------------------------------
+    @classmethod
+    def train(cls, texts: Iterable[str], vocab_size: int, *, pretokenized: bool, language: str = "en",
+              min_frequency: int = 2) -> "SubwordTokenizer":
+        """Learn BPE merges on ``texts`` (training lines only) up to ``vocab_size`` symbols in all."""
+        if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size <= len(SPECIALS):
+            raise ValueError(f"vocab_size must be an integer above {len(SPECIALS)}, got {vocab_size!r}.")
+        if pretokenized:
+            tok = Tokenizer(models.BPE(unk_token=UNK, end_of_word_suffix=END_OF_WORD))
+            tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+            tok.decoder = decoders.BPEDecoder(suffix=END_OF_WORD)
+            trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=min_frequency,
+                                          special_tokens=list(SPECIALS), end_of_word_suffix=END_OF_WORD,
+                                          show_progress=False)
+        else:
+            tok = Tokenizer(models.BPE(unk_token=UNK))
+            tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=True)
+            tok.decoder = decoders.ByteLevel()
+            trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=min_frequency,
+                                          special_tokens=list(SPECIALS),
+                                          initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+        tok.train_from_iterator(texts, trainer)
+        return cls(tok, pretokenized, language)
+
+    def to_json(self) -> str:
+        """The whole tokenizer as one plain string (safe for ``torch.load(weights_only=True)``)."""
+        return json.dumps({"tokenizer": self.tokenizer.to_str(), "pretokenized": self.pretokenized,
+                           "language": self.language})
+
+    @classmethod
+    def from_json(cls, text: str) -> "SubwordTokenizer":
+        state = json.loads(text)
+        return cls(Tokenizer.from_str(state["tokenizer"]), state["pretokenized"], state["language"])
+
+    # --- ids <-> text ----------------------------------------------------------------
+    def __len__(self) -> int:
+        return self.tokenizer.get_vocab_size(with_added_tokens=True)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SubwordTokenizer) and self.to_json() == other.to_json()
+
+    def __repr__(self) -> str:
+        kind = "whitespace" if self.pretokenized else "byte-level"
+        return f"SubwordTokenizer({kind} BPE, {len(self)} symbols, language={self.language!r})"
+
+    def encode(self, text: str) -> List[int]:
+        """Subword ids of one line (no ``<bos>``/``<eos>``)."""
+        return self.tokenizer.encode(text, add_special_tokens=False).ids
+
+    def encode_batch(self, texts: Sequence[str]) -> List[List[int]]:
+        return [e.ids for e in self.tokenizer.encode_batch(list(texts), add_special_tokens=False)]
+
+    def decode(self, ids: Iterable[int]) -> str:
+        """The line in the corpus's own form (raw, or Moses/PTB-tokenised), special tokens dropped."""
+        ids = [int(i) for i in ids if int(i) >= len(SPECIALS)]
+        return self.tokenizer.decode(ids, skip_special_tokens=True).strip()
+
+    def tokens(self, ids: Iterable[int]) -> List[str]:
+        """The subword strings of ``ids`` (for inspecting segmentations and attention plots)."""
+        return [self.tokenizer.id_to_token(int(i)) for i in ids]
+
+    @cached_property
+    def _moses(self) -> Any:
+        from sacremoses import MosesDetokenizer
+
+        return MosesDetokenizer(lang=self.language)
+
+    def detokenize(self, text: str) -> str:
+        """Natural text for sacreBLEU: raw corpora unchanged; pre-tokenised ones Moses-detokenised
+        (``sacremoses``) after unescaping ``&apos;`` / ``&quot;`` / ``&amp;`` (Post 2018, sacreBLEU scores
+        detokenised output)."""
+        if not self.pretokenized:
+            return text
+        return self._moses.detokenize(html.unescape(text).split(), unescape=False)
+
+
+def check_tokenizer(saved: SubwordTokenizer, current: SubwordTokenizer, side: str) -> None:
+    """Raise one clear error if a checkpoint's tokenizer differs from the data's."""
+    if saved == current:
+        return
+    from .text import VocabularyMismatchError
+
+    raise VocabularyMismatchError(
+        f"The checkpoint's {side} tokenizer ({saved!r}) differs from this data's ({current!r}): train and test with "
+        "the same dataset, vocab_size and joint_vocabulary, or pass checkpoint_path so the data uses the "
+        "checkpoint's tokenizers.")
+
+
+def maybe_tokenizer(text: Optional[str]) -> Optional[SubwordTokenizer]:
+    return None if text is None else SubwordTokenizer.from_json(text)

@@ -1,0 +1,455 @@
+"""Parallel corpora for sequence-to-sequence tasks (translation, headline generation) as subword batches.
+
+Datasets (``dataset``), each from a local folder in its official format or from the hub:
+
+* ``multi30k`` (Elliott et al. 2016, task 1; the CARU paper's translation task): raw text,
+  ``{train,val,test_2016_flickr}.{en,de}``; hub ``bentrevett/multi30k`` (columns ``en``, ``de``).
+* ``iwslt14`` (De-En TED talks, fairseq's ``prepare-iwslt14.sh`` before BPE; MC-RNN Table 2):
+  Moses-tokenised lowercased ``{train,valid,test}.{de,en}``; hub ``IWSLT/iwslt2017`` config
+  ``iwslt2017-de-en`` (column ``translation``; IWSLT 2017 raw text: set ``pretokenized: false``).
+* ``gigaword`` (Rush et al. 2015 headline generation, harvardnlp release; MC-RNN Table 3):
+  ``{train,test}.{article,title}.txt`` and ``valid.{article,title}.filter.txt``; hub ``Harvard/gigaword``
+  (``document`` → article, ``summary`` → title).
+* ``parallel``: your own aligned files, ``{train,valid,test}.{src}`` / ``.{tgt}`` under ``data_dir``
+  or explicit ``files: {split: [source_path, target_path]}``.
+
+Processing, the same for hub and local inputs: lines are read (``\\n`` separated, ``\\r`` stripped), a
+BPE :class:`~lit_rnncells.data.subword.SubwordTokenizer` is fitted on the training lines only (one joint
+tokenizer for both sides, or one per side), every split is encoded and the result cached on disk keyed
+by the inputs and options. Batches are length-bucketed (:class:`~lit_rnncells.data.batching.BucketedBatches`):
+``source`` = x <eos>, ``target`` = <bos> y <eos>, right-padded with ``pad_id`` 0.
+
+Policies:
+
+* empty lines: a training pair with an empty side is dropped and counted; an empty line in a
+  validation / test file or in the predict input is an error naming the file and line;
+* length: training pairs longer than ``max_source_length`` / ``max_target_length`` subwords (without
+  the added <bos>/<eos>) are dropped and counted; at validate / test / predict time a source longer than
+  ``max_input_length`` is an error naming the line (nothing is silently truncated);
+* parallel files with different line counts: an error naming both files and their counts.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Any, Dict, List, Literal, Optional, Sequence, Tuple
+
+import torch
+from lightning.pytorch import LightningDataModule
+from lightning.pytorch.utilities import rank_zero_info
+from torch import Tensor
+from torch.utils.data import DataLoader
+
+from ..cells.base import check_positive
+from .batching import BucketedBatches, ResumableBatchesMixin, pad_batch
+from .checkpoint_state import datamodule_state
+from .subword import BOS_ID, EOS_ID, PAD_ID, SubwordTokenizer, check_tokenizer
+from .text import cached, default_cache_dir, file_fingerprint
+
+log = logging.getLogger(__name__)
+
+DatasetName = Literal["multi30k", "iwslt14", "gigaword", "parallel"]
+SPLITS = ("train", "valid", "test")
+LANGUAGES = {"multi30k": ("de", "en"), "iwslt14": ("de", "en"), "gigaword": ("article", "title")}
+DEFAULT_DIRECTION = {"multi30k": ("de", "en"), "iwslt14": ("de", "en"), "gigaword": ("article", "title")}
+LOCAL_FILES = {
+    "multi30k": {"train": "train.{}", "valid": "val.{}", "test": "test_2016_flickr.{}"},
+    "iwslt14": {"train": "train.{}", "valid": "valid.{}", "test": "test.{}"},
+    "gigaword": {"train": "train.{}.txt", "valid": "valid.{}.filter.txt", "test": "test.{}.txt"},
+    "parallel": {"train": "train.{}", "valid": "valid.{}", "test": "test.{}"},
+}
+HUB_IDS = {"multi30k": "bentrevett/multi30k", "iwslt14": "IWSLT/iwslt2017", "gigaword": "Harvard/gigaword"}
+HUB_CONFIGS = {"iwslt14": "iwslt2017-de-en"}
+HUB_SPLITS = {"train": "train", "valid": "validation", "test": "test"}
+HUB_COLUMNS = {"gigaword": {"article": "document", "title": "summary"}}
+PRETOKENIZED = {"multi30k": False, "iwslt14": True, "gigaword": True, "parallel": False}
+MOSES_LANGUAGE = {"article": "en", "title": "en"}
+CACHE_VERSION = 1
+
+Lines = List[str]
+
+
+def default_data_dir(dataset: str) -> Optional[str]:
+    """``$LIT_RNNCELLS_DATA/<dataset>`` when that folder exists, else the hub id (``None`` for ``parallel``)."""
+    root = os.environ.get("LIT_RNNCELLS_DATA")
+    if root and dataset in HUB_IDS and (Path(root) / dataset).is_dir():
+        return str(Path(root) / dataset)
+    return HUB_IDS.get(dataset)
+
+
+def is_hub_id(data_dir: str) -> bool:
+    return not Path(data_dir).exists() and data_dir.count("/") == 1 and not data_dir.startswith((".", "/", "~"))
+
+
+def read_lines(path: Path) -> Lines:
+    """The lines of a UTF-8 text file (a final newline does not make an extra empty line)."""
+    text = path.read_text(encoding="utf-8")
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line.rstrip("\r") for line in lines]
+
+
+def check_parallel(source: Lines, target: Lines, source_name: str, target_name: str) -> None:
+    if len(source) != len(target):
+        raise ValueError(f"Parallel files differ in length: {source_name} has {len(source):,} lines and "
+                         f"{target_name} has {len(target):,}; give line-aligned files (one pair per line).")
+
+
+def check_no_empty(lines: Lines, name: str) -> None:
+    """Evaluation and predict inputs may not hold empty lines (the policy for those splits)."""
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            raise ValueError(f"Line {number} of {name} is empty; evaluation and predict inputs need text on "
+                             "every line (remove the line, or its pair in both files).")
+
+
+def read_hub_split(dataset: str, hub_id: str, split: str, source_language: str, target_language: str,
+                   loaded: Dict[str, Any]) -> Tuple[Lines, Lines]:
+    """One split's source and target lines from the hub, in the shape the local reader returns."""
+    if "ds" not in loaded:
+        from datasets import load_dataset
+
+        config = HUB_CONFIGS.get(dataset) if hub_id == HUB_IDS.get(dataset) else None
+        loaded["ds"] = load_dataset(hub_id, config) if config else load_dataset(hub_id)
+    part = loaded["ds"][HUB_SPLITS[split]]
+    if dataset == "iwslt14":
+        pairs = part["translation"]
+        return [p[source_language] for p in pairs], [p[target_language] for p in pairs]
+    columns = HUB_COLUMNS.get(dataset, {})
+    return (list(part[columns.get(source_language, source_language)]),
+            list(part[columns.get(target_language, target_language)]))
+
+
+class TranslationDataModule(ResumableBatchesMixin, LightningDataModule):
+    """A parallel corpus as length-bucketed subword batches, from a local folder or the hub.
+
+    Args:
+        dataset: ``multi30k``, ``iwslt14``, ``gigaword`` or ``parallel`` (your own files).
+        data_dir: local folder in the official format, or a hub id. Default: ``$LIT_RNNCELLS_DATA/<dataset>``
+            when that folder exists, else the hub id.
+        files: for ``parallel``, explicit ``{split: [source_path, target_path]}`` (instead of ``data_dir``).
+        source_language, target_language: direction (Multi30k/IWSLT14: ``de``/``en`` either way; Gigaword:
+            ``article`` → ``title``; ``parallel``: the file suffixes, required).
+        subword_vocab_size: BPE symbols per tokenizer, specials included.
+        joint_vocabulary: one tokenizer fitted on both sides' training lines (else one per side).
+        pretokenized: whitespace-split BPE for Moses/PTB-tokenised corpora, byte-level BPE for raw text
+            (default: IWSLT14 and Gigaword pre-tokenised, others raw).
+        min_frequency: BPE merges need a pair seen at least this often.
+        batch_size, eval_batch_size: pairs per batch; max_tokens: also at most this many padded source
+            (or target) tokens per training batch.
+        max_source_length, max_target_length: training pairs longer than these (subwords) are dropped.
+        max_input_length: the longest source (subwords) accepted at validate / test / predict time.
+        limit: use only the first ``limit`` pairs of every split (quick runs).
+        predict_file: lines to translate / summarise in ``predict``; ``-`` reads standard input.
+        checkpoint_path: take the tokenizers from this checkpoint (the CLI fills it from ``--ckpt_path``
+            in test / predict), so predict needs no training files.
+        cache_dir: where encoded splits are cached (default ``$LIT_RNNCELLS_CACHE`` or
+            ``~/.cache/lit_rnncells``); ``""`` disables the cache.
+        seed: seeds the training batch order (with the epoch); chunk_batches: batches per sorted chunk.
+    """
+
+    def __init__(self, dataset: DatasetName = "multi30k", data_dir: Optional[str] = None,
+                 files: Optional[Dict[str, List[str]]] = None, source_language: Optional[str] = None,
+                 target_language: Optional[str] = None, subword_vocab_size: int = 8000, joint_vocabulary: bool = True,
+                 pretokenized: Optional[bool] = None, min_frequency: int = 2, batch_size: int = 64,
+                 eval_batch_size: int = 64, max_tokens: Optional[int] = None,
+                 max_source_length: Optional[int] = None, max_target_length: Optional[int] = None,
+                 max_input_length: Optional[int] = None, limit: Optional[int] = None,
+                 predict_file: Optional[str] = None, checkpoint_path: Optional[str] = None,
+                 cache_dir: Optional[str] = None, seed: int = 0, chunk_batches: int = 50, num_workers: int = 0
+                 ) -> None:
+        super().__init__()
+        if dataset not in LOCAL_FILES:
+            raise ValueError(f"Unknown dataset {dataset!r}; choose one of {sorted(LOCAL_FILES)}.")
+        check_positive(subword_vocab_size=subword_vocab_size, batch_size=batch_size,
+                       eval_batch_size=eval_batch_size, min_frequency=min_frequency, chunk_batches=chunk_batches)
+        for name, value in (("max_tokens", max_tokens), ("max_source_length", max_source_length),
+                            ("max_target_length", max_target_length), ("max_input_length", max_input_length),
+                            ("limit", limit)):
+            if value is not None:
+                check_positive(**{name: value})
+        self.save_hyperparameters()
+        self.dataset = dataset
+        self.source_language, self.target_language = self._direction(dataset, source_language, target_language)
+        self.files = {s: list(p) for s, p in (files or {}).items()}
+        for split, pair in self.files.items():
+            if split not in SPLITS or len(pair) != 2:
+                raise ValueError(f"files must map splits {list(SPLITS)} to [source_path, target_path], got "
+                                 f"{split!r}: {pair!r}.")
+        self.data_dir = data_dir if data_dir is not None else default_data_dir(dataset)
+        if self.data_dir is None and not self.files and checkpoint_path is None:
+            raise ValueError("dataset 'parallel' needs data_dir (a folder with {train,valid,test}.<language> "
+                             "files) or files: {split: [source_path, target_path]}.")
+        self.pretokenized = PRETOKENIZED[dataset] if pretokenized is None else bool(pretokenized)
+        self.subword_vocab_size, self.joint_vocabulary, self.min_frequency = (
+            subword_vocab_size, joint_vocabulary, min_frequency)
+        self.batch_size, self.eval_batch_size, self.max_tokens = batch_size, eval_batch_size, max_tokens
+        self.max_source_length, self.max_target_length = max_source_length, max_target_length
+        self.max_input_length, self.limit = max_input_length, limit
+        self.predict_file, self.checkpoint_path = predict_file, checkpoint_path
+        self.seed, self.chunk_batches, self.num_workers = seed, chunk_batches, num_workers
+        self.cache = default_cache_dir() if cache_dir is None else (Path(cache_dir) if cache_dir else None)
+        self._hub: Dict[str, Any] = {}
+        self._splits: Dict[str, Dict[str, Any]] = {}
+        self.dropped: Dict[str, int] = {"empty": 0, "too_long": 0}
+        if checkpoint_path is not None:  # test / predict from a checkpoint: its tokenizers, files read lazily
+            state = datamodule_state(checkpoint_path, type(self))
+            self.source_tokenizer = SubwordTokenizer.from_json(state["source_tokenizer"])
+            self.target_tokenizer = SubwordTokenizer.from_json(state["target_tokenizer"])
+        else:
+            self.source_tokenizer, self.target_tokenizer = self._fit_tokenizers()
+            for split in SPLITS:  # fail now (bad files, empty lines), not after the first epoch
+                self.split(split)
+
+    # --- configuration -----------------------------------------------------------------
+    @staticmethod
+    def _direction(dataset: str, source: Optional[str], target: Optional[str]) -> Tuple[str, str]:
+        if dataset == "parallel":
+            if not source or not target or source == target:
+                raise ValueError("dataset 'parallel' needs two different file suffixes as source_language and "
+                                 f"target_language, got {source!r} and {target!r}.")
+            return source, target
+        default = DEFAULT_DIRECTION[dataset]
+        source, target = source or default[0], target or (default[1] if source in (None, default[0]) else default[0])
+        known = LANGUAGES[dataset]
+        allowed = [(a, b) for a in known for b in known if a != b] if dataset != "gigaword" else [default]
+        if (source, target) not in allowed:
+            raise ValueError(f"Unknown direction {source}->{target} for {dataset}; choose source_language/"
+                             f"target_language among {[f'{a}->{b}' for a, b in allowed]}.")
+        return source, target
+
+    def _moses_language(self, language: str) -> str:
+        return MOSES_LANGUAGE.get(language, language)
+
+    def _split_source(self, split: str) -> Tuple[Dict[str, Any], Any]:
+        """The cache key part describing a split's inputs, and a loader of its (source, target, names)."""
+        if split in self.files:
+            paths = [Path(p).expanduser() for p in self.files[split]]
+        elif self.data_dir is not None and is_hub_id(self.data_dir):
+            hub_id = self.data_dir
+
+            def load_hub() -> Tuple[Lines, Lines, str, str]:
+                src, tgt = read_hub_split(self.dataset, hub_id, split, self.source_language,
+                                          self.target_language, self._hub)
+                return src, tgt, f"{hub_id} {split} {self.source_language}", f"{hub_id} {split} {self.target_language}"
+
+            return {"hub": hub_id, "split": split}, load_hub
+        else:
+            if self.data_dir is None:
+                raise ValueError(f"No {split} files: set data_dir or files for dataset {self.dataset!r}.")
+            folder = Path(self.data_dir).expanduser()
+            if not folder.is_dir():
+                raise FileNotFoundError(f"Corpus folder {str(folder)!r} does not exist; set data.init_args.data_dir "
+                                        f"to the folder holding the {self.dataset} files, or a hub id.")
+            pattern = LOCAL_FILES[self.dataset][split]
+            paths = [folder / pattern.format(lang) for lang in (self.source_language, self.target_language)]
+        for path in paths:
+            if not path.is_file():
+                raise FileNotFoundError(f"Missing corpus file {str(path)!r} for the {split} split of {self.dataset}; "
+                                        "check data_dir / files and source_language / target_language.")
+
+        def load_local() -> Tuple[Lines, Lines, str, str]:
+            return read_lines(paths[0]), read_lines(paths[1]), str(paths[0]), str(paths[1])
+
+        return {"files": [file_fingerprint(p) for p in paths]}, load_local
+
+    def _raw(self, split: str) -> Tuple[Dict[str, Any], Lines, Lines, str, str]:
+        key, load = self._split_source(split)
+        source, target, source_name, target_name = load()
+        check_parallel(source, target, source_name, target_name)
+        if self.limit is not None:
+            source, target = source[:self.limit], target[:self.limit]
+        return key, source, target, source_name, target_name
+
+    def _options(self) -> Dict[str, Any]:
+        return {"dataset": self.dataset, "direction": [self.source_language, self.target_language],
+                "limit": self.limit, "version": CACHE_VERSION}
+
+    def _fit_tokenizers(self) -> Tuple[SubwordTokenizer, SubwordTokenizer]:
+        """BPE on the training lines only (pairs with an empty side excluded), cached."""
+        key, load = self._split_source("train")
+        options = {"vocab": self.subword_vocab_size, "joint": self.joint_vocabulary,
+                   "pretokenized": self.pretokenized, "min_frequency": self.min_frequency}
+
+        def build() -> Dict[str, Any]:
+            _, source, target, _, _ = self._raw("train")
+            kept = [(s, t) for s, t in zip(source, target) if s.strip() and t.strip()]
+            src_lines, tgt_lines = [s for s, _ in kept], [t for _, t in kept]
+            train = lambda texts, lang: SubwordTokenizer.train(  # noqa: E731
+                texts, self.subword_vocab_size, pretokenized=self.pretokenized,
+                language=self._moses_language(lang), min_frequency=self.min_frequency)
+            if self.joint_vocabulary:
+                joint = train(src_lines + tgt_lines, self.target_language)
+                src_tok = SubwordTokenizer(joint.tokenizer, joint.pretokenized, self._moses_language(self.source_language))
+                return {"source": src_tok.to_json(), "target": joint.to_json()}
+            return {"source": train(src_lines, self.source_language).to_json(),
+                    "target": train(tgt_lines, self.target_language).to_json()}
+
+        saved = cached(self.cache, {"name": f"{self.dataset}-bpe", **key, **self._options(), **options}, build)
+        return SubwordTokenizer.from_json(saved["source"]), SubwordTokenizer.from_json(saved["target"])
+
+    # --- splits -----------------------------------------------------------------------------
+    def split(self, split: str) -> Dict[str, Any]:
+        """One split encoded: ``source`` / ``target`` id lists, raw ``source_text`` / ``target_text``, and
+        ``line`` (1-based line numbers in the files). Training pairs are filtered (empty side, length)."""
+        if split in self._splits:
+            return self._splits[split]
+        key, _ = self._split_source(split)
+        tokenizers = [self.source_tokenizer.to_json(), self.target_tokenizer.to_json()]
+        digest = hashlib.sha256("\n".join(tokenizers).encode()).hexdigest()[:16]
+
+        def build() -> Dict[str, Any]:
+            _, source, target, source_name, target_name = self._raw(split)
+            lines = list(range(1, len(source) + 1))
+            empty = 0
+            if split == "train":
+                keep = [i for i, (s, t) in enumerate(zip(source, target)) if s.strip() and t.strip()]
+                empty = len(source) - len(keep)
+                source, target, lines = [source[i] for i in keep], [target[i] for i in keep], [lines[i] for i in keep]
+            else:
+                check_no_empty(source, source_name)
+                check_no_empty(target, target_name)
+            return {"source": self.source_tokenizer.encode_batch(source),
+                    "target": self.target_tokenizer.encode_batch(target),
+                    "source_text": source, "target_text": target, "line": lines, "empty": empty,
+                    "source_name": source_name}
+
+        data = dict(cached(self.cache, {"name": f"{self.dataset}-{split}", **key, **self._options(),
+                                        "tokenizers": digest}, build))
+        if split == "train":
+            self.dropped["empty"] = int(data["empty"])
+            keep = [i for i, (s, t) in enumerate(zip(data["source"], data["target"]))
+                    if (self.max_source_length is None or len(s) <= self.max_source_length)
+                    and (self.max_target_length is None or len(t) <= self.max_target_length)]
+            self.dropped["too_long"] = len(data["source"]) - len(keep)
+            if self.dropped["too_long"]:
+                for field in ("source", "target", "source_text", "target_text", "line"):
+                    data[field] = [data[field][i] for i in keep]
+            if any(self.dropped.values()):
+                rank_zero_info(f"{self.dataset} train: dropped {self.dropped['empty']:,} pairs with an empty side and "
+                               f"{self.dropped['too_long']:,} longer than max_source_length={self.max_source_length}"
+                               f" / max_target_length={self.max_target_length} subwords; "
+                               f"{len(data['source']):,} pairs remain.")
+            if not data["source"]:
+                raise ValueError(f"No {self.dataset} training pairs remain after the empty-line and length filters; "
+                                 "raise max_source_length / max_target_length or check the files.")
+        else:
+            self._check_input_length(data["source"], data["line"], data["source_name"])
+        self._splits[split] = data
+        return data
+
+    def _check_input_length(self, sources: Sequence[Sequence[int]], lines: Sequence[int], name: str) -> None:
+        if self.max_input_length is None:
+            return
+        for ids, line in zip(sources, lines):
+            if len(ids) > self.max_input_length:
+                raise ValueError(f"Line {line} of {name} has {len(ids)} source subwords, more than max_input_length="
+                                 f"{self.max_input_length}; shorten or split that line, or raise max_input_length.")
+
+    def predict_lines(self) -> Lines:
+        if self.predict_file is None:
+            raise ValueError("predict needs data.init_args.predict_file: a file of source lines, or '-' for stdin.")
+        if self.predict_file == "-":
+            text = sys.stdin.read()
+            lines = text.split("\n")
+            if lines and lines[-1] == "":
+                lines.pop()
+            lines = [line.rstrip("\r") for line in lines]
+            name = "standard input"
+        else:
+            path = Path(self.predict_file).expanduser()
+            if not path.is_file():
+                raise FileNotFoundError(f"predict_file {str(path)!r} does not exist; pass a file of source lines "
+                                        "or '-' for stdin.")
+            lines, name = read_lines(path), str(path)
+        if not lines:
+            raise ValueError(f"{name} has no lines to {'summarise' if self.dataset == 'gigaword' else 'translate'}.")
+        check_no_empty(lines, name)
+        return lines
+
+    # --- what the CLI links into the model ---------------------------------------------
+    @property
+    def source_vocab_size(self) -> int:
+        return len(self.source_tokenizer)
+
+    @property
+    def target_vocab_size(self) -> int:
+        return len(self.target_tokenizer)
+
+    @property
+    def pad_id(self) -> int:
+        return PAD_ID
+
+    @property
+    def bos_id(self) -> int:
+        return BOS_ID
+
+    @property
+    def eos_id(self) -> int:
+        return EOS_ID
+
+    # --- batches -----------------------------------------------------------------------------
+    def collate(self, data: Dict[str, Any], indices: List[int], references: bool) -> Dict[str, Any]:
+        """The batch of examples ``indices`` of a split: source x <eos>, target <bos> y <eos>, padded."""
+        source, source_lengths = pad_batch([data["source"][i] + [EOS_ID] for i in indices], PAD_ID)
+        batch: Dict[str, Any] = {"source": source, "source_lengths": source_lengths,
+                                 "index": torch.tensor(indices, dtype=torch.long)}
+        if "target" in data:
+            target, target_lengths = pad_batch([[BOS_ID] + data["target"][i] + [EOS_ID] for i in indices], PAD_ID)
+            batch.update(target=target, target_lengths=target_lengths)
+        if references:
+            batch["references"] = [data["target_text"][i] for i in indices]
+        return batch
+
+    def setup(self, stage: str) -> None:
+        needed = {"fit": ("train", "valid"), "validate": ("valid",), "test": ("test",)}.get(stage, ())
+        for split in needed:
+            self.split(split)
+
+    def train_dataloader(self) -> DataLoader:
+        data = self.split("train")
+        rank, world = self.rank_world()
+        lengths = [max(len(s), len(t)) + 2 for s, t in zip(data["source"], data["target"])]
+        batches = BucketedBatches(lengths, lambda idx: self.collate(data, idx, False), batch_size=self.batch_size,
+                                  max_tokens=self.max_tokens, shuffle=True, seed=self.seed,
+                                  chunk_batches=self.chunk_batches, rank=rank, world_size=world,
+                                  epoch=self.current_epoch, start_batch=self.resume_start_batch)
+        return DataLoader(batches, batch_size=None, num_workers=self.num_workers)
+
+    def _eval_loader(self, data: Dict[str, Any], references: bool) -> DataLoader:
+        rank, world = self.rank_world()
+        lengths = [len(s) + 1 for s in data["source"]]
+        batches = BucketedBatches(lengths, lambda idx: self.collate(data, idx, references),
+                                  batch_size=self.eval_batch_size, shuffle=False, rank=rank, world_size=world)
+        return DataLoader(batches, batch_size=None, num_workers=self.num_workers)
+
+    def val_dataloader(self) -> DataLoader:
+        return self._eval_loader(self.split("valid"), True)
+
+    def test_dataloader(self) -> DataLoader:
+        return self._eval_loader(self.split("test"), True)
+
+    def predict_dataloader(self) -> DataLoader:
+        lines = self.predict_lines()
+        sources = self.source_tokenizer.encode_batch(lines)
+        name = "standard input" if self.predict_file == "-" else str(self.predict_file)
+        self._check_input_length(sources, range(1, len(lines) + 1), name)
+        return self._eval_loader({"source": sources, "source_text": lines}, False)
+
+    # --- checkpoint --------------------------------------------------------------------------
+    def state_dict(self) -> Dict[str, Any]:
+        return {**super().state_dict(), "source_tokenizer": self.source_tokenizer.to_json(),
+                "target_tokenizer": self.target_tokenizer.to_json()}
+
+    def load_state_dict(self, state: Dict[str, Any]) -> None:
+        check_tokenizer(SubwordTokenizer.from_json(state["source_tokenizer"]), self.source_tokenizer, "source")
+        check_tokenizer(SubwordTokenizer.from_json(state["target_tokenizer"]), self.target_tokenizer, "target")
+        super().load_state_dict(state)
+
+    def decode(self, ids: Tensor | Sequence[int]) -> str:
+        """Target ids → the corpus's text form (specials dropped)."""
+        return self.target_tokenizer.decode(ids.tolist() if isinstance(ids, Tensor) else ids)
