@@ -1,0 +1,302 @@
+"""Greedy and batched beam search over batch × beam for any model following :class:`Decodable`.
+
+What fairseq and OpenNMT-py users rely on, all here:
+
+* the encoder runs once and its outputs are expanded over the beam (``reorder_encoder``);
+* decoder states are reordered by beam index every step (``reorder_decoder_state``);
+* only beam 0 is live at the first step (the others start at −inf), so the first step does not
+  fill the beam with copies of one hypothesis;
+* 2 × beam candidates are taken per sentence: end-of-sequence candidates ranked within the
+  first ``beam`` are finalised, and the best ``beam`` others continue, so an EOS never shrinks the
+  beam (Wu et al. 2016 / fairseq's ``SequenceGenerator``);
+* each sentence is finalised on its own once it has ``beam`` finished hypotheses (or reaches its
+  maximum length) and is dropped from the active batch; every row is computed independently of the
+  others, so a sentence decodes the same alone or in any batch;
+* length penalty: GNMT ``((5 + |y|) / 6) ** alpha`` (Wu et al. 2016 eq. 14), ``average`` (|y|) or
+  ``none``; |y| counts the generated tokens including the final EOS;
+* minimum length (EOS banned before it) and maximum length ``floor(a · |src| + b)`` per sentence,
+  where |src| is the source length as given (with its EOS); at the maximum only EOS is allowed;
+* n-best lists, best first, with the normalised score, the raw log-probability, the per-token
+  log-probabilities and the attention of every generated token;
+* optional no-repeat n-gram blocking (an n-gram never appears twice in a hypothesis; EOS exempt);
+* padding and BOS are never produced, unknown tokens optionally never. If every token of a row is
+  banned, EOS is allowed, so decoding always ends.
+
+Greedy search (:func:`greedy_search`) is the same procedure with one hypothesis and argmax;
+``beam_size=1`` beam search gives the same tokens and scores.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, List, Optional, Protocol, Sequence, Tuple
+
+import torch
+from torch import Tensor
+
+LENGTH_PENALTIES = ("gnmt", "average", "none")
+
+
+class Decodable(Protocol):
+    """What a model provides to be decoded. ``enc`` and ``state`` are any nesting of tuples /
+    lists / dicts of batch-first tensors; :func:`select_batch` is a correct ``reorder_*``."""
+
+    def encode(self, source: Tensor, source_lengths: Tensor) -> Any: ...
+
+    def initial_decoder_state(self, enc: Any) -> Any: ...
+
+    def decode_step(self, prev_tokens: Tensor, state: Any, enc: Any) -> Tuple[Tensor, Any, Tensor]:
+        """``prev_tokens`` (N,) → log-probabilities (N, V), the new state, attention weights (N, S)."""
+        ...
+
+    def reorder_decoder_state(self, state: Any, index: Tensor) -> Any: ...
+
+    def reorder_encoder(self, enc: Any, index: Tensor) -> Any: ...
+
+
+def select_batch(obj: Any, index: Tensor) -> Any:
+    """Rows ``index`` of every tensor in a nested structure (tuples, named tuples, lists, dicts)."""
+    if isinstance(obj, Tensor):
+        return obj.index_select(0, index)
+    if isinstance(obj, tuple) and hasattr(obj, "_fields"):
+        return type(obj)(*(select_batch(o, index) for o in obj))
+    if isinstance(obj, (tuple, list)):
+        return type(obj)(select_batch(o, index) for o in obj)
+    if isinstance(obj, dict):
+        return {k: select_batch(v, index) for k, v in obj.items()}
+    return obj
+
+
+@dataclass
+class SearchConfig:
+    """Decoding options (see the module docstring). Special ids default to the data's fixed ones."""
+
+    beam_size: int = 5
+    n_best: int = 1
+    length_penalty: str = "gnmt"
+    alpha: float = 0.6
+    min_length: int = 0
+    max_length_a: float = 1.5
+    max_length_b: int = 10
+    no_repeat_ngram_size: int = 0
+    ban_unk: bool = False
+    return_attention: bool = True
+    pad_id: int = 0
+    unk_id: int = 1
+    bos_id: int = 2
+    eos_id: int = 3
+
+    def __post_init__(self) -> None:
+        for name in ("beam_size", "n_best"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}; set it to 1 or more.")
+        if self.n_best > self.beam_size:
+            raise ValueError(f"n_best={self.n_best} exceeds beam_size={self.beam_size}; a beam keeps at most "
+                             "beam_size hypotheses, so raise beam_size or lower n_best.")
+        if self.length_penalty not in LENGTH_PENALTIES:
+            raise ValueError(f"Unknown length_penalty {self.length_penalty!r}; use one of "
+                             f"{', '.join(LENGTH_PENALTIES)}.")
+        if self.alpha < 0:
+            raise ValueError(f"The length penalty alpha must be >= 0 (GNMT uses 0.6), got {self.alpha}.")
+        if self.min_length < 0 or self.no_repeat_ngram_size < 0:
+            raise ValueError("min_length and no_repeat_ngram_size must be >= 0 (0 turns them off), got "
+                             f"{self.min_length} and {self.no_repeat_ngram_size}.")
+        if self.max_length_a < 0 or self.max_length_b < 0 or self.max_length_a == self.max_length_b == 0:
+            raise ValueError(f"The maximum length a*|src|+b needs a, b >= 0 and not both 0, got a={self.max_length_a}, "
+                             f"b={self.max_length_b}.")
+
+
+@dataclass
+class Hypothesis:
+    """One decoded output. ``tokens`` excludes BOS and the final EOS; ``token_scores`` and
+    ``attention`` have one row per generated token including that EOS."""
+
+    tokens: List[int]
+    score: float
+    log_prob: float
+    token_scores: Tensor
+    attention: Optional[Tensor] = field(default=None, repr=False)
+
+
+def length_penalty(lengths: Tensor, kind: str, alpha: float) -> Tensor:
+    """The divisor of the log-probability for hypotheses of ``lengths`` tokens (EOS included)."""
+    lengths = lengths.to(torch.float64)
+    if kind == "gnmt":
+        return ((5.0 + lengths) / 6.0) ** alpha
+    if kind == "average":
+        return lengths
+    return torch.ones_like(lengths)
+
+
+def max_lengths(source_lengths: Tensor, a: float, b: int) -> Tensor:
+    """``floor(a · |src| + b)`` per sentence: the most tokens generated before the forced EOS."""
+    return torch.floor(source_lengths.to(torch.float64) * a + b).long()
+
+
+def _mask_log_probs(lp: Tensor, history: Tensor, step: int, max_len: Tensor, cfg: SearchConfig) -> Tensor:
+    """Apply the bans to ``lp`` (N, V) in place: pad/BOS (and unk), EOS before the minimum length,
+    repeated n-grams; only EOS at the maximum length; EOS if a row has nothing left."""
+    eos_lp = lp[:, cfg.eos_id].clone()
+    lp[:, cfg.pad_id] = float("-inf")
+    lp[:, cfg.bos_id] = float("-inf")
+    if cfg.ban_unk:
+        lp[:, cfg.unk_id] = float("-inf")
+    if cfg.min_length > 0:
+        too_short = step < torch.clamp(max_len, max=cfg.min_length)
+        lp[:, cfg.eos_id] = torch.where(too_short, torch.full_like(eos_lp, float("-inf")), eos_lp)
+    n = cfg.no_repeat_ngram_size
+    if n > 0 and step >= n:
+        windows = history.unfold(1, n, 1)  # (N, step − n + 1, n): every n-gram generated so far
+        if n > 1:
+            match = (windows[:, :, :-1] == history[:, step - n + 1:].unsqueeze(1)).all(-1)
+        else:
+            match = torch.ones(windows.shape[:2], dtype=torch.bool, device=lp.device)
+        counts = torch.zeros(lp.shape, dtype=torch.long, device=lp.device)
+        counts.scatter_add_(1, windows[:, :, -1], match.long())
+        counts[:, cfg.eos_id] = 0
+        lp.masked_fill_(counts > 0, float("-inf"))
+    stuck = torch.isneginf(lp).all(-1)
+    at_max = step >= max_len
+    force = stuck | at_max
+    if bool(force.any()):
+        lp[force] = float("-inf")
+        lp[force, cfg.eos_id] = eos_lp[force]
+    return lp
+
+
+def _hypothesis(tokens: List[int], token_scores: Tensor, log_prob: float, attention: Optional[Tensor],
+                cfg: SearchConfig) -> Hypothesis:
+    lp = float(length_penalty(torch.tensor([len(tokens) + 1]), cfg.length_penalty, cfg.alpha)[0])
+    return Hypothesis(tokens, log_prob / lp, log_prob, token_scores, attention)
+
+
+@torch.no_grad()
+def greedy_search(model: Decodable, source: Tensor, source_lengths: Tensor, cfg: SearchConfig
+                  ) -> List[List[Hypothesis]]:
+    """Batched greedy decoding: one hypothesis per sentence (a one-element list, like beam search's)."""
+    batch, device = source.shape[0], source.device
+    enc = model.encode(source, source_lengths)
+    state = model.initial_decoder_state(enc)
+    src_len = source_lengths.tolist()
+    max_len = max_lengths(source_lengths, cfg.max_length_a, cfg.max_length_b).to(device)
+    active = torch.arange(batch, device=device)
+    prev = torch.full((batch,), cfg.bos_id, dtype=torch.long, device=device)
+    history = torch.empty(batch, 0, dtype=torch.long, device=device)
+    scores: Optional[Tensor] = None
+    cum: Optional[Tensor] = None
+    attn_hist: Optional[Tensor] = None
+    results: List[List[Hypothesis]] = [[] for _ in range(batch)]
+    step = 0
+    while active.numel():
+        lp, state, attn = model.decode_step(prev, state, enc)
+        lp = _mask_log_probs(lp, history, step, max_len, cfg)
+        best, token = lp.max(-1)
+        cum = best if cum is None else cum + best
+        history = torch.cat([history, token.unsqueeze(1)], 1)
+        scores = best.unsqueeze(1) if scores is None else torch.cat([scores, best.unsqueeze(1)], 1)
+        if cfg.return_attention:
+            attn_hist = attn.unsqueeze(1) if attn_hist is None else torch.cat([attn_hist, attn.unsqueeze(1)], 1)
+        done = token == cfg.eos_id
+        if bool(done.any()):
+            for i in done.nonzero().flatten().tolist():
+                b = int(active[i])
+                att = attn_hist[i, :, :src_len[b]].cpu() if attn_hist is not None else None
+                results[b] = [_hypothesis(history[i, :-1].tolist(), scores[i].cpu(), float(cum[i]), att, cfg)]
+            keep = (~done).nonzero().flatten()
+            active, max_len, token, cum = active[keep], max_len[keep], token[keep], cum[keep]
+            history, scores = history[keep], scores[keep]
+            attn_hist = attn_hist[keep] if attn_hist is not None else None
+            if keep.numel():
+                state = model.reorder_decoder_state(state, keep)
+                enc = model.reorder_encoder(enc, keep)
+        prev = token
+        step += 1
+    return results
+
+
+@torch.no_grad()
+def beam_search(model: Decodable, source: Tensor, source_lengths: Tensor, cfg: SearchConfig
+                ) -> List[List[Hypothesis]]:
+    """Batched beam search; returns, per sentence, its ``n_best`` hypotheses best first."""
+    batch, device, k = source.shape[0], source.device, cfg.beam_size
+    enc = model.encode(source, source_lengths)
+    enc = model.reorder_encoder(enc, torch.arange(batch, device=device).repeat_interleave(k))
+    state = model.initial_decoder_state(enc)
+    src_len = source_lengths.tolist()
+    max_len = max_lengths(source_lengths, cfg.max_length_a, cfg.max_length_b).to(device)
+    active = torch.arange(batch, device=device)
+    beams = torch.arange(k, device=device)
+    prev = torch.full((batch * k,), cfg.bos_id, dtype=torch.long, device=device)
+    history = torch.empty(batch, k, 0, dtype=torch.long, device=device)
+    tok_scores: Optional[Tensor] = None  # (n, k, step)
+    attn_hist: Optional[Tensor] = None  # (n, k, step, S)
+    cum: Optional[Tensor] = None  # (n, k): only beam 0 live at the first step
+    finished: List[List[Hypothesis]] = [[] for _ in range(batch)]
+    step = 0
+    while active.numel():
+        n = active.numel()
+        lp, state, attn = model.decode_step(prev, state, enc)
+        vocab = lp.shape[-1]
+        if cum is None:
+            cum = torch.full((n, k), float("-inf"), dtype=lp.dtype, device=device)
+            cum[:, 0] = 0
+            tok_scores = lp.new_empty(n, k, 0)
+            attn_hist = attn.new_empty(n, k, 0, attn.shape[-1]) if cfg.return_attention else None
+        lp = _mask_log_probs(lp, history.view(n * k, step), step, max_len.repeat_interleave(k), cfg)
+        cand = (cum.unsqueeze(-1) + lp.view(n, k, vocab)).view(n, k * vocab)
+        width = min(2 * k, k * vocab)
+        top, idx = cand.topk(width, dim=1)  # sorted best first
+        top_beam, top_tok = idx // vocab, idx % vocab
+        top_lp = lp.view(n, k * vocab).gather(1, idx)
+        is_eos = top_tok == cfg.eos_id
+        final = is_eos & torch.isfinite(top)
+        final[:, k:] = False  # only EOS ranked within the first beam_size candidates finalise
+        attn_k = attn.view(n, k, -1)
+        if bool(final.any()):
+            for i, j in final.nonzero().tolist():
+                b, beam = int(active[i]), int(top_beam[i, j])
+                scores_ij = torch.cat([tok_scores[i, beam], top_lp[i, j:j + 1]]).cpu()
+                att = None
+                if attn_hist is not None:
+                    att = torch.cat([attn_hist[i, beam], attn_k[i, beam].unsqueeze(0)])[:, :src_len[b]].cpu()
+                finished[b].append(_hypothesis(history[i, beam].tolist(), scores_ij, float(top[i, j]), att, cfg))
+        # the best k candidates that are not EOS continue (EOS ones sort after every other)
+        rank = torch.arange(width, device=device).expand(n, width)
+        order = torch.where(is_eos, rank + width, rank).topk(k, dim=1, largest=False).indices
+        new_cum = top.gather(1, order)
+        new_tok = top_tok.gather(1, order)
+        new_cum = new_cum.masked_fill(new_tok == cfg.eos_id, float("-inf"))
+        count = torch.tensor([len(finished[int(b)]) for b in active.tolist()], device=device)
+        done = (count >= k) | (step >= max_len) | ~torch.isfinite(new_cum[:, 0])
+        keep = (~done).nonzero().flatten()
+        m = keep.numel()
+        if m == 0:
+            break
+        new_beam = top_beam.gather(1, order)[keep]
+        row = (keep.unsqueeze(1) * k + new_beam).view(-1)  # rows of the old (n·k) layout
+        state = model.reorder_decoder_state(state, row)
+        if m < n:
+            enc = model.reorder_encoder(enc, (keep.unsqueeze(1) * k + beams).view(-1))
+        history = torch.cat([history.view(n * k, step)[row], new_tok[keep].view(-1, 1)], 1).view(m, k, step + 1)
+        tok_scores = torch.cat([tok_scores.view(n * k, step)[row],
+                                top_lp.gather(1, order)[keep].view(-1, 1)], 1).view(m, k, step + 1)
+        if attn_hist is not None:
+            s = attn_hist.shape[-1]
+            attn_hist = torch.cat([attn_hist.view(n * k, step, s)[row], attn[row].unsqueeze(1)], 1
+                                  ).view(m, k, step + 1, s)
+        cum = new_cum[keep]
+        prev = new_tok[keep].view(-1)
+        active, max_len = active[keep], max_len[keep]
+        step += 1
+    results = []
+    for hyps in finished:
+        ranked = sorted(range(len(hyps)), key=lambda i: (-hyps[i].score, i))
+        results.append([hyps[i] for i in ranked[:cfg.n_best]])
+    return results
+
+
+def search(model: Decodable, source: Tensor, source_lengths: Tensor, cfg: SearchConfig) -> List[List[Hypothesis]]:
+    """Greedy search when ``beam_size == 1``, else beam search."""
+    if cfg.beam_size == 1:
+        return greedy_search(model, source, source_lengths, cfg)
+    return beam_search(model, source, source_lengths, cfg)

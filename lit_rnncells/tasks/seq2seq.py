@@ -1,0 +1,466 @@
+"""Attention encoder-decoder (RNNSearch) for translation and summarisation, with any cell.
+
+Bahdanau, Cho & Bengio 2015 ("Neural Machine Translation by Jointly Learning to Align and
+Translate"), the MC-RNN paper's Baseline-RNN (mc-rnn.md §4) and CARU's Multi30k model:
+
+* encoder: source embedding → bidirectional multi-layer :class:`~lit_rnncells.nn.Recurrent` of the
+  encoder cell, lengths-aware (padding never reaches the states or the attention);
+* bridge: every float leaf of every decoder layer's initial state is
+  ``tanh(W_leaf [h→_l ; h←_l])`` of the encoder's final outputs of layer ``l`` (the top layer's for
+  decoder layers beyond the encoder's depth), so tuple states (LSTM's ``(h, c)``, MC-RNN's
+  channel history) start from the source as well; ``bridge=False`` starts from the cell's zero state;
+* decoder: multi-layer, any cell, stepped with each cell's public ``project_input`` / ``step`` /
+  ``output``; input feeding (Luong et al. 2015 §3.3): the previous attentional vector joins the
+  embedding of the previous target token;
+* attention (:mod:`lit_rnncells.nn.attention`) of the top decoder output over the encoder outputs:
+  additive by default, Luong dot / general;
+* attentional vector ``a_t = dropout(tanh(W [s_t; c_t; E y_{t−1}]))`` (the output layer on decoder
+  state, context and embedding, Bahdanau App. A.2.2's deep output with tanh instead of maxout),
+  then ``p(y_t) = softmax(W_o a_t)``; with ``tie_embeddings`` ``W_o`` is the target embedding,
+  which needs ``output_size == embedding_size``.
+
+Training and decoding share one step (:meth:`Seq2Seq._decoder_step`): teacher forcing runs it
+over the target, decoding (:mod:`lit_rnncells.nn.beam_search`) runs it through
+:meth:`Seq2Seq.decode_step`. The target-embedding part of ``W`` (and its bias) is one separate
+linear map applied to all target positions at once in training; the sum is the same function.
+Loss: cross-entropy summed over non-pad target tokens / their number (optional label smoothing),
+plus the cells' auxiliary losses (MZU's zone disagreement) from encoder and decoder.
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, List, NamedTuple, Optional, Tuple
+
+import torch
+from lightning.pytorch.cli import LRSchedulerCallable, OptimizerCallable
+from lightning.pytorch.utilities import rank_zero_info
+from torch import Tensor, nn
+from torch.nn import functional as F
+
+from ..cells.base import RecurrentCell, State, check_positive
+from ..nn.attention import ATTENTION_KINDS, Attention
+from ..nn.beam_search import Hypothesis, SearchConfig, search, select_batch
+from ..nn.recurrent import Recurrent, map_state
+from .base import CellSpec, RecurrentTask, cell_config, resolve_cell
+
+EVAL_METRICS = ("sacrebleu", "tok_bleu", "rouge")
+DecoderState = Tuple[Tuple[State, ...], Tensor]
+"""Per decoder layer its cell's state, and the previous attentional vector (input feeding)."""
+
+
+class EncoderOutput(NamedTuple):
+    """What the decoder reads from the source, batch first."""
+
+    memory: Tensor  # (B, S, 2H) encoder outputs: attention keys and values
+    proj_keys: Tensor  # (B, S, ·) the attention's key-only part, computed once
+    mask: Optional[Tensor]  # (B, S) True at real positions; None when nothing is padded
+    summary: Tensor  # (B, L_dec, 2H) [forward; backward] final outputs feeding each decoder layer's bridge
+
+
+def _check_probability(**values: float) -> None:
+    for name, value in values.items():
+        if not 0.0 <= value < 1.0:
+            raise ValueError(f"{name} must be in [0, 1), got {value}.")
+
+
+def _upcast(x: Tensor) -> Tensor:
+    return x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
+
+
+class Seq2Seq(RecurrentTask):
+    """RNNSearch encoder-decoder over any cell (see the module docstring).
+
+    Args:
+        cell: default cell of both sides; ``encoder_cell`` / ``decoder_cell`` override it per side.
+        source_vocab_size, target_vocab_size, pad_id, bos_id, eos_id: linked from the data; ``unk_id``.
+        embedding_size: both embeddings. hidden_size: encoder (per direction) and decoder size.
+        num_layers: both sides; ``encoder_layers`` / ``decoder_layers`` override it.
+        attention: ``additive`` (default), ``dot`` (needs hidden_size equal to 2 × hidden_size of the
+            encoder, so in practice use ``general``) or ``general``; attention_size: additive score width.
+        output_size: size of the attentional vector (default hidden_size); must equal embedding_size
+            with ``tie_embeddings``.
+        bridge: initialise the decoder from the encoder's final states (else zero states).
+        dropout: on embeddings, between layers, on encoder outputs and on the attentional vector.
+        label_smoothing: ε of the training loss (validation loss and perplexity are plain NLL).
+        aux_loss_weight: multiplies the cells' auxiliary losses.
+        max_source_length: longest source (in subwords, EOS included) the model accepts; None = any.
+        beam_size, n_best: decoder of ``test`` / ``predict``; val_beam_size: of validation (1 = greedy).
+        length_penalty (gnmt / average / none), length_penalty_alpha, min_length, max_length_a,
+            max_length_b, no_repeat_ngram_size, ban_unk: see :mod:`lit_rnncells.nn.beam_search`.
+        eval_metrics: computed on the decoded validation / test outputs, any of ``sacrebleu``
+            (detokenised, with signature), ``tok_bleu`` (BLEU on the corpus' own tokens, what the papers
+            report for pre-tokenised corpora) and ``rouge`` (ROUGE-1/2/L F1); empty: loss only, no decoding.
+    """
+
+    def __init__(self, cell: CellSpec = "GRU", encoder_cell: Optional[CellSpec] = None,
+                 decoder_cell: Optional[CellSpec] = None, source_vocab_size: int = 100,
+                 target_vocab_size: int = 100, pad_id: int = 0, unk_id: int = 1, bos_id: int = 2, eos_id: int = 3,
+                 embedding_size: int = 256, hidden_size: int = 512, num_layers: int = 1,
+                 encoder_layers: Optional[int] = None, decoder_layers: Optional[int] = None,
+                 attention: str = "additive", attention_size: Optional[int] = None,
+                 output_size: Optional[int] = None, bridge: bool = True, dropout: float = 0.3,
+                 label_smoothing: float = 0.0, tie_embeddings: bool = False, aux_loss_weight: float = 1.0,
+                 max_source_length: Optional[int] = None, beam_size: int = 5, val_beam_size: int = 1,
+                 n_best: int = 1, length_penalty: str = "gnmt", length_penalty_alpha: float = 0.6,
+                 min_length: int = 0, max_length_a: float = 1.5, max_length_b: int = 10,
+                 no_repeat_ngram_size: int = 0, ban_unk: bool = False, eval_metrics: Optional[List[str]] = None,
+                 optimizer: OptimizerCallable = torch.optim.Adam,
+                 lr_scheduler: Optional[LRSchedulerCallable] = None, scheduler_monitor: str = "val/loss") -> None:
+        super().__init__(cell, optimizer, lr_scheduler, scheduler_monitor)
+        encoder_layers = num_layers if encoder_layers is None else encoder_layers
+        decoder_layers = num_layers if decoder_layers is None else decoder_layers
+        output_size = hidden_size if output_size is None else output_size
+        attention_size = hidden_size if attention_size is None else attention_size
+        check_positive(source_vocab_size=source_vocab_size, target_vocab_size=target_vocab_size,
+                       embedding_size=embedding_size, hidden_size=hidden_size, encoder_layers=encoder_layers,
+                       decoder_layers=decoder_layers, output_size=output_size, attention_size=attention_size)
+        if max_source_length is not None:
+            check_positive(max_source_length=max_source_length)
+        _check_probability(dropout=dropout, label_smoothing=label_smoothing)
+        if aux_loss_weight < 0:
+            raise ValueError(f"aux_loss_weight must be >= 0, got {aux_loss_weight}.")
+        specials = {"pad_id": pad_id, "unk_id": unk_id, "bos_id": bos_id, "eos_id": eos_id}
+        for name, value in specials.items():
+            if not 0 <= value < target_vocab_size:
+                raise ValueError(f"{name}={value} is not a token of the target vocabulary of size "
+                                 f"{target_vocab_size}; use the data's special ids (pad 0, unk 1, bos 2, eos 3).")
+        if len(set(specials.values())) != 4:
+            raise ValueError(f"The special ids must differ, got {specials}; use pad 0, unk 1, bos 2, eos 3.")
+        if attention not in ATTENTION_KINDS:
+            raise ValueError(f"Unknown attention {attention!r}; use one of {', '.join(ATTENTION_KINDS)}.")
+        if tie_embeddings and output_size != embedding_size:
+            raise ValueError(f"tie_embeddings needs output_size ({output_size}) to equal embedding_size "
+                             f"({embedding_size}); set output_size to {embedding_size}.")
+        metrics = ["sacrebleu"] if eval_metrics is None else list(eval_metrics)
+        unknown = [m for m in metrics if m not in EVAL_METRICS]
+        if unknown:
+            raise ValueError(f"Unknown eval_metrics {unknown}; choose from {', '.join(EVAL_METRICS)}.")
+        self.val_search = self._search_config(val_beam_size, 1, length_penalty, length_penalty_alpha, min_length,
+                                              max_length_a, max_length_b, no_repeat_ngram_size, ban_unk,
+                                              pad_id, unk_id, bos_id, eos_id)
+        self.test_search = self._search_config(beam_size, n_best, length_penalty, length_penalty_alpha, min_length,
+                                               max_length_a, max_length_b, no_repeat_ngram_size, ban_unk,
+                                               pad_id, unk_id, bos_id, eos_id)
+        self.save_hyperparameters(ignore=["optimizer", "lr_scheduler"])
+        self.hparams["cell"] = cell_config(cell)
+        self.hparams["encoder_cell"] = None if encoder_cell is None else cell_config(encoder_cell)
+        self.hparams["decoder_cell"] = None if decoder_cell is None else cell_config(decoder_cell)
+        self.hparams["eval_metrics"] = metrics
+        enc_factory = self.cell_factory if encoder_cell is None else resolve_cell(encoder_cell)
+        dec_factory = self.cell_factory if decoder_cell is None else resolve_cell(decoder_cell)
+        self.pad_id, self.bos_id, self.eos_id, self.output_size = pad_id, bos_id, eos_id, output_size
+
+        self.source_embedding = nn.Embedding(source_vocab_size, embedding_size, padding_idx=pad_id)
+        self.target_embedding = nn.Embedding(target_vocab_size, embedding_size, padding_idx=pad_id)
+        self.encoder = Recurrent(enc_factory, embedding_size, hidden_size, num_layers=encoder_layers,
+                                 bidirectional=True, dropout=dropout, batch_first=True)
+        memory_size = 2 * hidden_size
+        cells = []
+        for layer in range(decoder_layers):
+            built = dec_factory(embedding_size + output_size if layer == 0 else hidden_size, hidden_size)
+            if not isinstance(built, RecurrentCell):
+                raise TypeError(f"The decoder cell factory returned {type(built).__name__}, not a RecurrentCell; "
+                                "pass a cell class from lit_rnncells.cells or a factory building one.")
+            cells.append(built)
+        self.decoder_cells = nn.ModuleList(cells)
+        bridges = []
+        for c in cells:  # one map per floating leaf of each decoder layer's state
+            leaves = _leaves(c.initial_state(1)) if bridge else []
+            bridges.append(nn.ModuleList(nn.Linear(memory_size, leaf.shape[-1]) for leaf in leaves
+                                         if leaf.is_floating_point()))
+        self.bridges = nn.ModuleList(bridges)
+        self.attention = Attention(hidden_size, memory_size, attention, attention_size)
+        self.combine_state = nn.Linear(hidden_size + memory_size, output_size, bias=False)  # W [s_t; c_t]
+        self.combine_embedding = nn.Linear(embedding_size, output_size)  # W E y_{t−1} + b, over all t at once
+        self.generator = nn.Linear(output_size, target_vocab_size)
+        if tie_embeddings:
+            self.generator.weight = self.target_embedding.weight
+        self.drop = nn.Dropout(dropout)
+        self.source_tokenizer: Any = None
+        self.target_tokenizer: Any = None
+        self._eval_sums: Optional[Tensor] = None
+        self._records: List[Tuple[int, str, str, str, str]] = []
+        self._signature_logged = False
+
+    @staticmethod
+    def _search_config(beam: int, n_best: int, penalty: str, alpha: float, min_length: int, a: float, b: int,
+                       ngram: int, ban_unk: bool, pad: int, unk: int, bos: int, eos: int) -> SearchConfig:
+        return SearchConfig(beam_size=beam, n_best=n_best, length_penalty=penalty, alpha=alpha,
+                            min_length=min_length, max_length_a=a, max_length_b=b, no_repeat_ngram_size=ngram,
+                            ban_unk=ban_unk, pad_id=pad, unk_id=unk, bos_id=bos, eos_id=eos)
+
+    @property
+    def has_aux_loss(self) -> bool:
+        return self.encoder.has_aux_loss or any(c.has_aux_loss for c in self.decoder_cells)
+
+    @property
+    def aux_loss_name(self) -> str:
+        names = {c.aux_loss_name for c in [*self.encoder.cells, *self.decoder_cells] if c.has_aux_loss}
+        return names.pop() if len(names) == 1 else "aux_loss"
+
+    # --- tokenizers ------------------------------------------------------------------------
+    def set_tokenizers(self, source: Any, target: Any) -> None:
+        """Use these subword tokenizers (``decode`` / ``detokenize``) for outputs and metrics."""
+        for side, tok, size in (("source", source, self.hparams.source_vocab_size),
+                                ("target", target, self.hparams.target_vocab_size)):
+            if tok is not None and len(tok) != size:
+                raise ValueError(f"The {side} tokenizer has {len(tok)} tokens but the model has "
+                                 f"{side}_vocab_size={size}; let the CLI link the sizes from the data or use the "
+                                 "checkpoint's data.")
+        self.source_tokenizer, self.target_tokenizer = source, target
+
+    def setup(self, stage: str) -> None:
+        dm = self._trainer.datamodule if self._trainer is not None else None
+        if getattr(dm, "target_tokenizer", None) is not None:
+            self.set_tokenizers(getattr(dm, "source_tokenizer", None), dm.target_tokenizer)
+
+    # --- encoder ---------------------------------------------------------------------------
+    def _encode(self, source: Tensor, source_lengths: Tensor, want_aux: bool) -> Tuple[EncoderOutput, Tensor]:
+        batch, steps = source.shape
+        limit = self.hparams.max_source_length
+        if limit is not None and steps > limit and int(source_lengths.max()) > limit:
+            raise ValueError(f"A source has {int(source_lengths.max())} subwords but this model accepts at most "
+                             f"max_source_length={limit}; shorten or split the input.")
+        x = self.drop(self.source_embedding(source))
+        lengths = source_lengths.to(source.device)
+        full = bool((lengths == steps).all())
+        out = self.encoder(x, None, None if full else lengths, return_aux=want_aux)
+        memory, final = out[0], out[1]
+        aux = out[2] if want_aux else memory.new_zeros(())
+        memory = self.drop(memory)
+        mask = None if full else torch.arange(steps, device=source.device).unsqueeze(0) < lengths.unsqueeze(1)
+        top = self.encoder.num_layers - 1
+        summary = []
+        for layer in range(len(self.decoder_cells)):
+            src = min(layer, top)
+            halves = [self.encoder.cell(src, d).output(map_state(lambda s, i=2 * src + d: s[i], final))
+                      for d in range(2)]
+            summary.append(torch.cat(halves, -1))
+        return EncoderOutput(memory, self.attention.precompute(memory), mask, torch.stack(summary, 1)), aux
+
+    def encode(self, source: Tensor, source_lengths: Tensor) -> EncoderOutput:
+        """Run the encoder once: outputs, attention keys, padding mask and the bridge inputs."""
+        return self._encode(source, source_lengths, want_aux=False)[0]
+
+    def initial_decoder_state(self, enc: EncoderOutput) -> DecoderState:
+        """Each decoder layer's state from the bridge (or zero), and a zero attentional vector."""
+        batch, dtype, device = enc.memory.shape[0], enc.memory.dtype, enc.memory.device
+        layers = []
+        for layer, (c, maps) in enumerate(zip(self.decoder_cells, self.bridges)):
+            state = c.initial_state(batch, device=device, dtype=dtype)
+            if len(maps):
+                x, it = enc.summary[:, layer], iter(maps)
+
+                def fill(leaf: Tensor) -> Tensor:
+                    if not leaf.is_floating_point():
+                        return leaf
+                    value = torch.tanh(next(it)(x)).view(batch, *([1] * (leaf.dim() - 2)), -1)
+                    return torch.empty_like(leaf).copy_(value.expand_as(leaf))  # keeps the cell's memory layout
+
+                state = map_state(fill, state)
+            layers.append(state)
+        feed = enc.memory.new_zeros(batch, self.output_size)
+        return tuple(layers), feed
+
+    # --- the one decoder step --------------------------------------------------------------
+    def _decoder_step(self, embedded: Tensor, embedded_out: Tensor, state: DecoderState, enc: EncoderOutput,
+                      want_aux: bool = False) -> Tuple[Tensor, DecoderState, Tensor, Optional[Tensor]]:
+        """One target position: ``embedded`` (B, E) of the previous token and its output-layer part
+        ``embedded_out`` = W_e E y + b (B, A). Returns the attentional vector (B, A), the new state, the
+        attention weights (B, S) and the step's per-example auxiliary loss (or None)."""
+        layers, feed = state
+        x = torch.cat([embedded, feed], -1)
+        new_layers, aux = [], None
+        for i, c in enumerate(self.decoder_cells):
+            if i > 0:
+                x = self.drop(x)
+            xp = c.project_input(x)
+            if want_aux and c.has_aux_loss:
+                st, a = c.step_with_aux(xp, layers[i])
+                if a is not None:
+                    aux = a if aux is None else aux + a
+            else:
+                st = c.step(xp, layers[i])
+            new_layers.append(st)
+            x = c.output(st)
+        context, weights = self.attention(x, enc.proj_keys, enc.memory, enc.mask)
+        attentional = self.drop(torch.tanh(self.combine_state(torch.cat([x, context], -1)) + embedded_out))
+        return attentional, (tuple(new_layers), attentional), weights, aux
+
+    def _embed_target(self, tokens: Tensor) -> Tuple[Tensor, Tensor]:
+        embedded = self.drop(self.target_embedding(tokens))
+        return embedded, self.combine_embedding(embedded)
+
+    def decode_step(self, prev_tokens: Tensor, state: DecoderState, enc: EncoderOutput
+                    ) -> Tuple[Tensor, DecoderState, Tensor]:
+        """Log-probabilities (N, V) of the next token after ``prev_tokens`` (N,), the new state, attention."""
+        embedded, embedded_out = self._embed_target(prev_tokens)
+        attentional, state, weights, _ = self._decoder_step(embedded, embedded_out, state, enc)
+        return F.log_softmax(_upcast(self.generator(attentional)), -1), state, weights
+
+    def reorder_decoder_state(self, state: DecoderState, index: Tensor) -> DecoderState:
+        return select_batch(state, index)
+
+    def reorder_encoder(self, enc: EncoderOutput, index: Tensor) -> EncoderOutput:
+        return select_batch(enc, index)
+
+    # --- teacher forcing -------------------------------------------------------------------
+    def forward(self, source: Tensor, source_lengths: Tensor, target: Tensor, want_aux: bool = False
+                ) -> Tuple[Tensor, Tensor]:
+        """Logits ``(B, T−1, V)`` of ``target[:, 1:]`` given ``target[:, :-1]`` (teacher forcing) and the
+        auxiliary loss (mean over real source and target tokens, summed over encoder and decoder)."""
+        enc, aux = self._encode(source, source_lengths, want_aux)
+        state = self.initial_decoder_state(enc)
+        inputs = target[:, :-1]
+        embedded, embedded_out = self._embed_target(inputs)
+        outputs, dec_aux = [], None
+        real = target[:, 1:] != self.pad_id
+        for t in range(inputs.shape[1]):
+            attentional, state, _, a = self._decoder_step(embedded[:, t], embedded_out[:, t], state, enc, want_aux)
+            outputs.append(attentional)
+            if a is not None:
+                a = (a * real[:, t].to(a.dtype)).sum()
+                dec_aux = a if dec_aux is None else dec_aux + a
+        if dec_aux is not None:
+            aux = aux + dec_aux / real.sum().clamp_min(1).to(dec_aux.dtype)
+        return self.generator(torch.stack(outputs, 1)), aux
+
+    def _nll_sums(self, logits: Tensor, gold: Tensor) -> Tuple[Tensor, Tensor]:
+        nll = F.cross_entropy(_upcast(logits).flatten(0, 1), gold.flatten(), ignore_index=self.pad_id,
+                              reduction="sum")
+        return nll, (gold != self.pad_id).sum()
+
+    def training_step(self, batch: Dict[str, Any], batch_idx: int) -> Tensor:
+        target = batch["target"]
+        logits, aux = self(batch["source"], batch["source_lengths"], target, want_aux=self.has_aux_loss)
+        gold = target[:, 1:]
+        tokens = (gold != self.pad_id).sum().clamp_min(1)
+        loss = F.cross_entropy(_upcast(logits).flatten(0, 1), gold.flatten(), ignore_index=self.pad_id,
+                               label_smoothing=self.hparams.label_smoothing, reduction="sum") / tokens
+        n = int(tokens)
+        self.log("train/loss", loss, batch_size=n, prog_bar=True, on_step=True, on_epoch=True)
+        if self.has_aux_loss:
+            self.log_aux_loss("train", aux, self.aux_loss_name, n)
+            loss = loss + self.hparams.aux_loss_weight * aux
+        return loss
+
+    # --- evaluation ------------------------------------------------------------------------
+    def translate(self, source: Tensor, source_lengths: Tensor, cfg: Optional[SearchConfig] = None
+                  ) -> List[List[Hypothesis]]:
+        """Decode a batch (greedy when ``cfg.beam_size == 1``); default: the test/predict decoder."""
+        was_training = self.training
+        self.eval()
+        try:
+            return search(self, source, source_lengths, cfg or self.test_search)
+        finally:
+            self.train(was_training)
+
+    def _texts(self, tokens: List[int]) -> Tuple[str, str]:
+        """(corpus form, natural detokenised text) of a token list; ids joined if no tokenizer."""
+        tok = self.target_tokenizer
+        if tok is None:
+            text = " ".join(map(str, tokens))
+            return text, text
+        corpus = tok.decode(tokens)
+        return corpus, tok.detokenize(corpus)
+
+    def _eval_step(self, batch: Dict[str, Any], cfg: SearchConfig) -> None:
+        target = batch["target"]
+        logits, _ = self(batch["source"], batch["source_lengths"], target)
+        nll, tokens = self._nll_sums(logits, target[:, 1:])
+        sums = torch.stack([nll.double(), tokens.double()])
+        self._eval_sums = sums if self._eval_sums is None else self._eval_sums + sums
+        if self.hparams.eval_metrics and "references" in batch:
+            hyps = search(self, batch["source"], batch["source_lengths"], cfg)
+            tok = self.target_tokenizer
+            for index, nbest, ref in zip(batch["index"].tolist(), hyps, batch["references"]):
+                corpus, natural = self._texts(nbest[0].tokens)
+                self._records.append((int(index), corpus, natural, ref, ref if tok is None else tok.detokenize(ref)))
+
+    def _gather_records(self) -> List[Tuple[int, str, str, str, str]]:
+        records, self._records = self._records, []
+        dist = torch.distributed
+        if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
+            gathered: List[Any] = [None] * dist.get_world_size()
+            dist.all_gather_object(gathered, records)
+            records = [r for part in gathered for r in part]
+        unique = {r[0]: r for r in records}  # a sampler may repeat examples to even out ranks
+        return [unique[i] for i in sorted(unique)]
+
+    def _eval_epoch_end(self, stage: str) -> Dict[str, float]:
+        sums = self._eval_sums if self._eval_sums is not None else torch.zeros(2, dtype=torch.float64,
+                                                                                  device=self.device)
+        self._eval_sums = None
+        if self._trainer is not None and self.trainer.world_size > 1:
+            sums = self.trainer.strategy.reduce(sums, reduce_op="sum")
+        mean = (sums[0] / sums[1].clamp_min(1)).float()
+        self.log(f"{stage}/loss", mean, prog_bar=True)
+        self.log(f"{stage}/ppl", torch.exp(mean.clamp(max=50)))
+        scores = self.score_records(self._gather_records())
+        for name, value in scores.items():
+            self.log(f"{stage}/{name}", value, prog_bar=name in ("sacrebleu", "rouge1"))
+        return scores
+
+    def score_records(self, records: List[Tuple[int, str, str, str, str]]) -> Dict[str, float]:
+        """The configured metrics of (index, hyp corpus form, hyp detokenised, ref, ref detokenised) records."""
+        if not records:
+            return {}
+        from .. import metrics
+
+        _, hyp_corpus, hyp_text, ref_corpus, ref_text = map(list, zip(*records))
+        scores: Dict[str, float] = {}
+        for name in self.hparams.eval_metrics:
+            if name == "sacrebleu":
+                scores["sacrebleu"], signature = metrics.sacrebleu_corpus(hyp_text, ref_text)
+                if not self._signature_logged and self.global_rank == 0:
+                    rank_zero_info(f"sacreBLEU signature: {signature}")
+                    if self._trainer is not None:
+                        for logger in self.trainer.loggers:
+                            logger.log_hyperparams({"sacrebleu_signature": signature})
+                    self._signature_logged = True
+            elif name == "tok_bleu":
+                scores["tok_bleu"] = metrics.tokenized_bleu(hyp_corpus, ref_corpus)
+            else:
+                scores.update(metrics.rouge_f1(hyp_corpus, ref_corpus))
+        return scores
+
+    def on_validation_epoch_start(self) -> None:
+        self._eval_sums, self._records = None, []
+
+    def validation_step(self, batch: Dict[str, Any], batch_idx: int) -> None:
+        self._eval_step(batch, self.val_search)
+
+    def on_validation_epoch_end(self) -> None:
+        self._eval_epoch_end("val")
+
+    def on_test_epoch_start(self) -> None:
+        self._eval_sums, self._records = None, []
+
+    def test_step(self, batch: Dict[str, Any], batch_idx: int) -> None:
+        self._eval_step(batch, self.test_search)
+
+    def on_test_epoch_end(self) -> None:
+        self._eval_epoch_end("test")
+
+    # --- predict ---------------------------------------------------------------------------
+    def predict_step(self, batch: Dict[str, Any], batch_idx: int) -> List[Dict[str, Any]]:
+        """One record per input line: ``index``, ``text`` (the best hypothesis, detokenised; with
+        ``n_best > 1`` one line per hypothesis, ``score<TAB>text``, best first), ``nbest``
+        [(text, score)] and ``scores`` (per-token log-probabilities of the best, EOS included)."""
+        hyps = search(self, batch["source"], batch["source_lengths"], self.test_search)
+        records = []
+        for index, nbest in zip(batch["index"].tolist(), hyps):
+            texts = [(self._texts(h.tokens)[1], h.score) for h in nbest]
+            if self.test_search.n_best == 1:
+                text = texts[0][0]
+            else:
+                text = "\n".join(f"{score:.4f}\t{t}" for t, score in texts)
+            records.append({"index": int(index), "text": text, "nbest": texts,
+                            "scores": nbest[0].token_scores.tolist()})
+        return records
+
+
+def _leaves(state: State) -> List[Tensor]:
+    if isinstance(state, tuple):
+        return [leaf for s in state for leaf in _leaves(s)]
+    return [state]
+
