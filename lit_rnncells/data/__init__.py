@@ -4,6 +4,8 @@ from .language_model import LanguageModelDataModule
 from .text import Vocabulary, VocabularyMismatchError
 from .translation import TranslationDataModule
 from .subword import SubwordTokenizer
+from .sentiment import AspectSentimentDataModule, DocumentSentimentDataModule
 
 __all__ = ["LogicDataModule", "LanguageModelDataModule", "Vocabulary", "VocabularyMismatchError",
-           "TranslationDataModule", "SubwordTokenizer"]
+           "TranslationDataModule", "SubwordTokenizer",
+           "AspectSentimentDataModule", "DocumentSentimentDataModule"]
