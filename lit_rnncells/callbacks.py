@@ -1,13 +1,15 @@
-"""Callbacks the command line adds: writing predictions in input order."""
+"""Callbacks the command line adds: predictions in input order, a divergence guard, a checkpoint on interrupt."""
 from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
+import torch
 import torch.distributed as dist
 from lightning.pytorch import LightningModule, Trainer
-from lightning.pytorch.callbacks import BasePredictionWriter
+from lightning.pytorch.callbacks import BasePredictionWriter, Callback
+from lightning.pytorch.utilities.exceptions import SIGTERMException
 
 
 class PredictionWriter(BasePredictionWriter):
@@ -47,3 +49,90 @@ class PredictionWriter(BasePredictionWriter):
         else:
             sys.stdout.write(lines)
             sys.stdout.flush()
+
+
+class TrainingDiverged(ArithmeticError):
+    """The training loss or gradients became non-finite (the run stops; no non-finite checkpoint is written)."""
+
+
+def _all_finite(tensors: Any) -> bool:
+    return all(bool(torch.isfinite(t).all()) for t in tensors if isinstance(t, torch.Tensor) and t.is_floating_point())
+
+
+class FiniteGuard(Callback):
+    """Stops a diverging run at the first non-finite loss or gradient, before the optimiser applies it.
+
+    The loss is checked before each backward pass and the gradients before each optimiser step (skipped
+    when a gradient scaler handles overflow, as under ``16-mixed``); under DDP the ranks agree, so all stop
+    together. A checkpoint whose weights are not finite is never written. The error names the step, the
+    last finite loss and the usual causes.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.last_finite: Optional[Tuple[int, float]] = None
+
+    def _stop(self, trainer: Trainer, pl_module: LightningModule, what: str) -> None:
+        last = ("no finite loss was seen yet" if self.last_finite is None
+                else f"the last finite loss was {self.last_finite[1]:.4g} at step {self.last_finite[0]}")
+        lr = ", ".join(f"{group['lr']:.3g}" for opt in trainer.optimizers for group in opt.param_groups)
+        clip = trainer.gradient_clip_val
+        raise TrainingDiverged(
+            f"The training {what} became non-finite at step {trainer.global_step} (epoch {trainer.current_epoch}); "
+            f"{last}; likely causes: a learning rate too high (lr {lr}), no gradient clipping (gradient_clip_val "
+            f"{clip}), or dropout of 1.0; lower the learning rate or set --trainer.gradient_clip_val, then resume "
+            "from the last checkpoint or start again.")
+
+    def _agree(self, trainer: Trainer, finite: bool) -> bool:
+        return bool(trainer.strategy.reduce_boolean_decision(finite, all=True))
+
+    def on_before_backward(self, trainer: Trainer, pl_module: LightningModule, loss: torch.Tensor) -> None:
+        finite = bool(torch.isfinite(loss.detach()).all())
+        if not self._agree(trainer, finite):
+            self._stop(trainer, pl_module, "loss")
+        self.last_finite = (trainer.global_step, float(loss.detach()))
+
+    def on_before_optimizer_step(self, trainer: Trainer, pl_module: LightningModule, optimizer: Any) -> None:
+        if getattr(trainer.precision_plugin, "scaler", None) is not None:
+            return  # the scaler skips steps with overflowing gradients itself
+        grads = [p.grad for p in pl_module.parameters() if p.grad is not None]
+        if not self._agree(trainer, _all_finite(grads)):
+            self._stop(trainer, pl_module, "gradient")
+
+    def on_save_checkpoint(self, trainer: Trainer, pl_module: LightningModule, checkpoint: Dict[str, Any]) -> None:
+        if not _all_finite(checkpoint.get("state_dict", {}).values()):
+            self._stop(trainer, pl_module, "weights")
+
+
+INTERRUPTED_EXIT_CODE: Optional[int] = None
+"""Set when a fit was stopped by SIGTERM (143) or SIGINT (130); the command line exits with it."""
+
+
+class InterruptCheckpoint(Callback):
+    """On SIGTERM or Ctrl-C during fit, saves a resumable checkpoint and says how to resume.
+
+    Lightning turns SIGTERM into ``SIGTERMException`` at the next step boundary and Ctrl-C into
+    ``KeyboardInterrupt``; both reach ``on_exception`` on every rank. The checkpoint holds the model,
+    optimiser, loop progress and the DataModule's position, so ``fit --ckpt_path <it>`` continues with the
+    next batch. The command line then exits with 143 (SIGTERM) or 130 (SIGINT). SLURM: with Lightning's
+    ``SLURMEnvironment(auto_requeue=True)`` the job is requeued on its signal and resumes from this file.
+    """
+
+    def __init__(self, filename: str = "interrupted.ckpt") -> None:
+        super().__init__()
+        self.filename = filename
+        self.saved_to: Optional[Path] = None
+
+    def on_exception(self, trainer: Trainer, pl_module: LightningModule, exception: BaseException) -> None:
+        global INTERRUPTED_EXIT_CODE
+        if trainer.state.fn != "fit" or not isinstance(exception, (SIGTERMException, KeyboardInterrupt)):
+            return
+        INTERRUPTED_EXIT_CODE = 143 if isinstance(exception, SIGTERMException) else 130
+        folder = Path(trainer.checkpoint_callback.dirpath) if getattr(trainer.checkpoint_callback, "dirpath", None) \
+            else Path(trainer.default_root_dir) / "checkpoints"
+        self.saved_to = folder / self.filename
+        trainer.save_checkpoint(self.saved_to)
+        if trainer.global_rank == 0:
+            signal_name = "SIGTERM" if INTERRUPTED_EXIT_CODE == 143 else "SIGINT"
+            print(f"\n{signal_name} at step {trainer.global_step}: saved a resumable checkpoint to {self.saved_to}; "
+                  f"resume with the same command plus --ckpt_path {self.saved_to}", file=sys.stderr, flush=True)

@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import importlib
 import inspect
-from typing import List, Optional
+import os
+import sys
+from typing import Any, Dict, List, Optional
 
 from lightning.pytorch import LightningDataModule, LightningModule, Trainer
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI, SaveConfigCallback
@@ -11,7 +13,9 @@ from lightning.pytorch.cli import LightningArgumentParser, LightningCLI, SaveCon
 from . import cells as _cells  # noqa: F401  (registers cells so short class names resolve)
 from . import data as _data  # noqa: F401
 from . import tasks as _tasks  # noqa: F401
-from .callbacks import PredictionWriter
+from . import callbacks as _callbacks
+from .callbacks import FiniteGuard, InterruptCheckpoint, PredictionWriter, TrainingDiverged
+from .errors import user_message
 from .tasks.base import RecurrentTask
 
 # Sizes that come from the data flow into the model when the model has a parameter of that name.
@@ -56,6 +60,8 @@ class LitRNNCellsCLI(LightningCLI):
 
     def instantiate_classes(self) -> None:
         super().instantiate_classes()
+        if self.subcommand == "fit":
+            self.trainer.callbacks.extend([FiniteGuard(), InterruptCheckpoint()])
         if self.subcommand == "predict":
             output = self.config.get("predict", {}).get("predict_output")
             self.trainer.callbacks.append(PredictionWriter(output))
@@ -81,7 +87,12 @@ def default_trainer() -> dict:
     return {"logger": {"class_path": "lit_rnncells.loggers.DefaultWandbLogger"}}
 
 
-def main(args: Optional[List[str]] = None, run: bool = True) -> LitRNNCellsCLI:
+TRACEBACK_ENV = "LIT_RNNCELLS_TRACEBACK"
+
+
+def main(args: Optional[List[str]] = None, run: bool = True,
+         parser_kwargs: Optional[Dict[str, Any]] = None) -> LitRNNCellsCLI:
+    """Build (and by default run) the command line; errors propagate as exceptions (the library API)."""
     return LitRNNCellsCLI(
         RecurrentTask,
         LightningDataModule,
@@ -93,8 +104,35 @@ def main(args: Optional[List[str]] = None, run: bool = True) -> LitRNNCellsCLI:
         trainer_defaults=default_trainer(),
         args=args,
         run=run,
+        parser_kwargs=parser_kwargs,
     )
 
 
+def run(args: Optional[List[str]] = None) -> int:
+    """The command line as a user meets it: a failure the user can fix prints one sentence naming the
+    problem and the fix (``error: ...``) and returns a non-zero exit code; ``LIT_RNNCELLS_TRACEBACK=1``
+    shows the full traceback instead. Internal errors always show their traceback."""
+    debug = os.environ.get(TRACEBACK_ENV, "") not in ("", "0")
+    _callbacks.INTERRUPTED_EXIT_CODE = None
+    try:
+        main(args, parser_kwargs=None if debug else {"exit_on_error": False})
+    except SystemExit as stop:  # --help, --print_config, SIGTERM (Lightning's SIGTERMException), Ctrl-C
+        if _callbacks.INTERRUPTED_EXIT_CODE is not None:
+            return _callbacks.INTERRUPTED_EXIT_CODE
+        return stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
+    except Exception as error:  # noqa: BLE001 - the one place that turns failures into a message
+        message = None if debug else user_message(error)
+        if message is None:
+            raise
+        print(f"error: {message}\n(set {TRACEBACK_ENV}=1 to see the full traceback)", file=sys.stderr)
+        return 1 if isinstance(error, TrainingDiverged) else 2
+    return 0
+
+
+def console_main() -> None:
+    """Entry point of ``python -m lit_rnncells`` and the ``lit-rnncells`` script."""
+    sys.exit(run())
+
+
 if __name__ == "__main__":
-    main()
+    console_main()

@@ -1,0 +1,95 @@
+"""Turning failures of the command line into one sentence a user can act on.
+
+Our own checks raise ``ValueError`` / ``TypeError`` / ``FileNotFoundError`` with one sentence that names
+the problem and the fix. By the time they reach the command line, jsonargparse may have wrapped them in
+a long report (every Union subtype it tried, the whole config namespace). :func:`user_message` digs the
+sentence back out; it returns ``None`` for failures that are not the user's to fix (a bug), which the
+command line then shows with the full traceback.
+"""
+from __future__ import annotations
+
+import difflib
+import importlib
+import inspect
+import re
+from pathlib import Path
+from typing import Iterator, List, Optional
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+USER_ERRORS = (ValueError, TypeError, FileNotFoundError, NotADirectoryError, IsADirectoryError, KeyError,
+               ArithmeticError)  # ArithmeticError: callbacks.TrainingDiverged
+_NOISE = re.compile(r"Expected a <class 'NoneType'>|Does not validate against any of the Union subtypes")
+_NOT_ACCEPTED = re.compile(r"Problem with given class_path '([\w.]+)':\s*\n\s*Option '(\w+)' is not accepted")
+_KEY = re.compile(r'Key "([\w.]+)" is not expected|Option \'([\w.]+)\' is not accepted|'
+                  r'Unrecognized arguments: (\S+)')
+
+
+def _chain(error: BaseException) -> Iterator[BaseException]:
+    """The error and every error it was raised from or while handling, outermost first."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        yield error
+        error = error.__cause__ or error.__context__  # type: ignore[assignment]
+
+
+def _raised_by_us(error: BaseException) -> bool:
+    """Whether the innermost frame of the error's traceback is in this package."""
+    tb = error.__traceback__
+    if tb is None:
+        return False
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    return Path(tb.tb_frame.f_code.co_filename).resolve().is_relative_to(PACKAGE_DIR)
+
+
+def _suggest_option(class_path: str, option: str) -> str:
+    """``did you mean`` for a constructor option of a class given by its import path."""
+    try:
+        module, _, name = class_path.rpartition(".")
+        params = [p for p in inspect.signature(getattr(importlib.import_module(module), name).__init__).parameters
+                  if p not in ("self", "args", "kwargs")]
+    except (ImportError, AttributeError, ValueError, TypeError):
+        return ""
+    close = difflib.get_close_matches(option, params, n=1)
+    hint = f" Did you mean '{close[0]}'?" if close else ""
+    return f"{hint} {name} accepts: {', '.join(params)}."
+
+
+def _from_parser_report(text: str) -> Optional[str]:
+    """The actionable line of a jsonargparse report."""
+    match = _NOT_ACCEPTED.search(text)
+    if match:
+        class_path, option = match.groups()
+        return f"{class_path.rsplit('.', 1)[-1]} has no option '{option}'.{_suggest_option(class_path, option)}"
+    given = re.findall(r"Given value: (.*)", text)
+    if text.lower().startswith("unrecognized arguments"):
+        return f"{text.strip()}; run the same command with --help to see the accepted options."
+    lines: List[str] = [ln.strip().lstrip("- ").strip() for ln in text.splitlines()]
+    lines = [ln for ln in lines if ln and not _NOISE.search(ln) and not ln.startswith(("Given value", "Subtypes:",
+                                                                                        "Errors:"))]
+    if not lines:
+        return None
+    # Prefer a line that reads as our own sentence (it names the fix after a semicolon or says what to do).
+    for line in lines:
+        if ";" in line and not line.startswith(("Parser key", "Problem with given")):
+            return line
+    first = lines[0].rstrip(":")
+    if first.startswith("Parser key") and given:
+        expected = [t for t in re.findall(r"Expected a <class '([\w.]+)'>", text) if t != "NoneType"]
+        wanted = f" expects {expected[0]}" if expected else " rejects the value"
+        return f"{first}{wanted}, got {given[-1].strip()!r}; fix that value in the config or on the command line."
+    return " ".join(lines[:2])
+
+
+def user_message(error: BaseException) -> Optional[str]:
+    """One sentence for a user-facing failure, or ``None`` for an internal error (show the traceback)."""
+    chain = list(_chain(error))
+    ours = [e for e in chain if isinstance(e, USER_ERRORS) and _raised_by_us(e)]
+    if ours:
+        first = ours[0]  # the outermost of ours: a KeyError deep inside may have been re-raised as a clear error
+        return str(first).strip("'\"") if isinstance(first, KeyError) else str(first)
+    for e in chain:
+        if type(e).__module__.startswith("jsonargparse") or type(e).__name__ == "ArgumentError":
+            return _from_parser_report(str(e))
+    return None

@@ -1,0 +1,34 @@
+"""Callbacks the reliability tests plug in through the CLI: record per-step losses, simulate SIGTERM."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from lightning.pytorch import Callback, LightningModule, Trainer
+
+
+class LossRecorder(Callback):
+    """Appends ``{"step": global_step, "loss": training loss}`` of every training batch to a JSON-lines file."""
+
+    def __init__(self, path: str) -> None:
+        self.path = Path(path)
+
+    def on_train_batch_end(self, trainer: Trainer, pl_module: LightningModule, outputs: Any, batch: Any,
+                           batch_idx: int) -> None:
+        loss = outputs["loss"] if isinstance(outputs, dict) else outputs
+        with self.path.open("a") as f:
+            f.write(json.dumps({"step": trainer.global_step, "loss": float(loss)}) + "\n")
+
+
+class SigtermAtStep(Callback):
+    """Does what Lightning's SIGTERM handler does (sets ``trainer.received_sigterm``) once ``step`` steps are done,
+    so a test stops a run by SIGTERM at an exact, reproducible point."""
+
+    def __init__(self, step: int) -> None:
+        self.step = step
+
+    def on_train_batch_end(self, trainer: Trainer, pl_module: LightningModule, outputs: Any, batch: Any,
+                           batch_idx: int) -> None:
+        if trainer.global_step >= self.step:
+            trainer._signal_connector.received_sigterm = True

@@ -1,0 +1,119 @@
+"""Reliability through the public command line: one-sentence errors, divergence and signal guards, exact resume."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Dict, List
+
+import pytest
+import torch
+
+from lit_rnncells.cli import run
+
+ROOT = Path(__file__).resolve().parents[1]
+LM = str(ROOT / "configs" / "lm" / "ptb_char_gru_reference.yaml")
+LOGIC = str(ROOT / "configs" / "logic" / "mufuru.yaml")
+
+
+def small_lm(root: Path) -> List[str]:
+    """The issue's small LM run ``S``, without a logger, under ``root``."""
+    return ["fit", "--config", LM, "--trainer.max_time", "null", "--model.init_args.embedding_size", "8",
+            "--model.init_args.hidden_size", "16", "--data.init_args.batch_size", "4", "--data.init_args.bptt", "20",
+            "--data.init_args.eval_batch_size", "4", "--trainer.limit_val_batches", "3",
+            "--trainer.val_check_interval", "null", "--trainer.enable_progress_bar", "false",
+            "--trainer.logger", "false", "--trainer.default_root_dir", str(root),
+            "--trainer.enable_model_summary", "false"]
+
+
+def with_callbacks(*callbacks: Dict) -> List[str]:
+    return ["--trainer.callbacks+=" + json.dumps(c) for c in callbacks]
+
+
+def recorder(path: Path) -> Dict:
+    return {"class_path": "tests.examples.recorders.LossRecorder", "init_args": {"path": str(path)}}
+
+
+def losses(path: Path) -> Dict[int, float]:
+    return {r["step"]: r["loss"] for r in map(json.loads, path.read_text().splitlines())}
+
+
+def error_line(stderr: str) -> str:
+    lines = [ln for ln in stderr.splitlines() if ln.startswith("error: ")]
+    assert len(lines) == 1, stderr[-2000:]
+    return lines[0]
+
+
+def test_a_user_error_is_one_sentence_with_the_fix_and_exit_2(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert run(["fit", "--config", LOGIC, "--model.init_args.hiden_size", "3"]) == 2
+    line = error_line(capsys.readouterr().err)
+    assert "LogicEvaluator has no option 'hiden_size'. Did you mean 'hidden_size'?" in line
+    assert run(["fit", "--config", LOGIC, "--model.init_args.hidden_size", "0"]) == 2
+    assert "hidden_size must be a positive integer, got 0; set it to 1 or more." in error_line(capsys.readouterr().err)
+    assert run(["fit", "--config", LOGIC, "--model.init_args.cell", "GRUU"]) == 2
+    assert "Unknown cell 'GRUU'. Did you mean 'GRU'?" in error_line(capsys.readouterr().err)
+    assert run(["fit", "--config", LOGIC, "--trainer.max_epochs", "abc"]) == 2
+    assert 'Parser key "trainer.max_epochs" expects int' in error_line(capsys.readouterr().err)
+    assert not list(tmp_path.rglob("*.ckpt")) and not list(tmp_path.rglob("config.yaml"))
+
+
+def test_the_full_traceback_on_request(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("LIT_RNNCELLS_TRACEBACK", "1")
+    with pytest.raises(Exception, match="hidden_size must be a positive integer"):
+        run(["fit", "--config", LOGIC, "--model.init_args.hidden_size", "0"])
+
+
+@pytest.mark.real_data
+def test_a_diverging_run_stops_at_the_first_non_finite_loss_and_keeps_no_nan_checkpoint(data_dir, tmp_path, capsys):
+    code = run(small_lm(tmp_path) + ["--model.init_args.optimizer", "torch.optim.SGD",
+                                     "--model.init_args.optimizer.init_args.lr", "1e38",
+                                     "--trainer.gradient_clip_val", "null", "--trainer.max_steps", "50"])
+    assert code == 1
+    line = error_line(capsys.readouterr().err)
+    assert "became non-finite at step" in line and "the last finite loss was" in line and "lower the learning" in line
+    for ckpt in tmp_path.rglob("*.ckpt"):
+        state = torch.load(ckpt, weights_only=True)["state_dict"]
+        assert all(bool(torch.isfinite(v).all()) for v in state.values() if v.is_floating_point())
+
+
+@pytest.mark.real_data
+def test_sigterm_saves_a_checkpoint_exits_143_and_resuming_gives_the_uninterrupted_losses(data_dir, tmp_path, capsys):
+    steps = ["--trainer.max_steps", "12"]
+    full = tmp_path / "full.jsonl"
+    assert run(small_lm(tmp_path / "a") + steps + with_callbacks(recorder(full))) == 0
+    cut = tmp_path / "cut.jsonl"
+    stop = {"class_path": "tests.examples.recorders.SigtermAtStep", "init_args": {"step": 5}}
+    assert run(small_lm(tmp_path / "b") + steps + with_callbacks(recorder(cut), stop)) == 143
+    err = capsys.readouterr().err
+    assert "SIGTERM at step 5: saved a resumable checkpoint to" in err
+    ckpt = next((tmp_path / "b").rglob("interrupted.ckpt"))
+    assert f"--ckpt_path {ckpt}" in err
+    assert run(small_lm(tmp_path / "b") + steps + with_callbacks(recorder(cut)) + ["--ckpt_path", str(ckpt)]) == 0
+    uninterrupted, resumed = losses(full), losses(cut)
+    assert sorted(resumed) == sorted(uninterrupted) == list(range(1, 13))
+    for step in uninterrupted:
+        assert resumed[step] == pytest.approx(uninterrupted[step], rel=1e-6), step
+
+
+@pytest.mark.real_data
+@pytest.mark.slow
+def test_a_real_sigterm_to_the_process_saves_and_exits_143(data_dir, tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "WANDB_MODE": "disabled"}
+    started = tmp_path / "losses.jsonl"
+    proc = subprocess.Popen([sys.executable, "-m", "lit_rnncells", *small_lm(tmp_path), "--trainer.max_steps",
+                             "1000000", *with_callbacks(recorder(started))], cwd=tmp_path, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 240
+    while time.time() < deadline and not started.exists():
+        time.sleep(0.2)  # training has started once the first loss is recorded
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=240)
+    assert proc.returncode == 143, err[-2000:]
+    assert "saved a resumable checkpoint" in err
+    assert list(tmp_path.rglob("interrupted.ckpt"))
