@@ -1,0 +1,246 @@
+"""Seq2Seq (tasks/seq2seq.py): shared step, any cell on either side, aux losses, evaluation, predict."""
+from __future__ import annotations
+
+import json
+from typing import Any, Dict, List
+
+import pytest
+import torch
+from lightning.pytorch import LightningDataModule, Trainer
+from torch import Tensor
+from torch.utils.data import DataLoader
+from torch.nn import functional as F
+
+from lit_rnncells.tasks import Seq2Seq
+
+PAD, UNK, BOS, EOS = 0, 1, 2, 3
+MCRNN_LSTM = {"class_path": "lit_rnncells.cells.MultiChannel", "init_args": {"block_size": 3, "cell": "LSTM"}}
+CELLS = [dict(cell="GRU"), dict(cell="LSTM"), dict(cell=MCRNN_LSTM), dict(cell="CARU"),
+         dict(encoder_cell="GRU", decoder_cell="LSTM"), dict(encoder_cell=MCRNN_LSTM, decoder_cell="MGU")]
+
+
+def make(dtype=torch.float64, **kw: Any) -> Seq2Seq:
+    torch.manual_seed(0)
+    opts = dict(source_vocab_size=17, target_vocab_size=13, embedding_size=6, hidden_size=8, dropout=0.0)
+    opts.update(kw)
+    return Seq2Seq(**opts).to(dtype)
+
+
+def pairs(src_lengths: List[int], tgt_lengths: List[int], seed: int = 0) -> Dict[str, Tensor]:
+    """A padded batch: sources end in EOS, targets are <bos> y <eos>."""
+    g = torch.Generator().manual_seed(seed)
+    b = len(src_lengths)
+    src = torch.zeros(b, max(src_lengths), dtype=torch.long)
+    tgt = torch.zeros(b, max(tgt_lengths) + 2, dtype=torch.long)
+    for i, (n, m) in enumerate(zip(src_lengths, tgt_lengths)):
+        src[i, :n - 1] = torch.randint(4, 17, (n - 1,), generator=g)
+        src[i, n - 1] = EOS
+        tgt[i, 0] = BOS
+        tgt[i, 1:m + 1] = torch.randint(4, 13, (m,), generator=g)
+        tgt[i, m + 1] = EOS
+    return {"source": src, "source_lengths": torch.tensor(src_lengths), "target": tgt,
+            "target_lengths": torch.tensor([m + 2 for m in tgt_lengths]), "index": torch.arange(b)}
+
+
+@pytest.mark.parametrize("cells", CELLS, ids=lambda c: "-".join(str(v)[:12] for v in c.values()))
+def test_teacher_forced_loss_is_the_sum_of_decoding_log_probs(cells: Dict[str, Any]) -> None:
+    model = make(num_layers=2, **cells).eval()
+    batch = pairs([5, 3, 7], [4, 1, 6])
+    with torch.no_grad():
+        logits, _ = model(batch["source"], batch["source_lengths"], batch["target"])
+        gold = batch["target"][:, 1:]
+        loss_sum = F.cross_entropy(logits.flatten(0, 1), gold.flatten(), ignore_index=PAD, reduction="sum")
+        total = torch.zeros((), dtype=torch.float64)
+        for i in range(3):  # each sentence alone, through the decoding path
+            n, m = int(batch["source_lengths"][i]), int(batch["target_lengths"][i])
+            enc = model.encode(batch["source"][i:i + 1, :n], batch["source_lengths"][i:i + 1])
+            state = model.initial_decoder_state(enc)
+            for t in range(m - 1):
+                lp, state, _ = model.decode_step(batch["target"][i, t:t + 1], state, enc)
+                total = total + lp[0, batch["target"][i, t + 1]]
+    assert torch.allclose(loss_sum, -total, rtol=0, atol=1e-10)
+
+
+@pytest.mark.parametrize("cell", ["LSTM", MCRNN_LSTM], ids=["LSTM", "MC-RNN"])
+def test_bidirectional_encoder_with_padding_encodes_a_sentence_as_alone(cell: Any) -> None:
+    model = make(cell=cell, num_layers=2).eval()
+    batch = pairs([4, 9, 6], [1, 1, 1])
+    with torch.no_grad():
+        together = model.encode(batch["source"], batch["source_lengths"])
+        state = model.initial_decoder_state(together)
+        for i, n in enumerate([4, 9, 6]):
+            alone = model.encode(batch["source"][i:i + 1, :n], batch["source_lengths"][i:i + 1])
+            assert torch.allclose(alone.memory[0], together.memory[i, :n], atol=1e-12)
+            assert torch.allclose(alone.summary[0], together.summary[i], atol=1e-12)
+            alone_state = model.initial_decoder_state(alone)
+            for a, b in zip(_flat(alone_state), _flat(state)):
+                assert torch.allclose(a[0].double(), b[i].double(), atol=1e-12)
+
+
+def _flat(state: Any) -> List[Tensor]:
+    if isinstance(state, tuple):
+        return [leaf for s in state for leaf in _flat(s)]
+    return [state]
+
+
+def test_bridge_sets_every_leaf_of_a_tuple_state_from_the_source() -> None:
+    model = make(cell="LSTM").eval()
+    batch = pairs([5, 6], [1, 1])
+    with torch.no_grad():
+        (h, c), feed = model.initial_decoder_state(model.encode(batch["source"], batch["source_lengths"]))[0][0], None
+        assert h.abs().sum() > 0 and c.abs().sum() > 0 and not torch.allclose(h, c)
+        zero = make(cell="LSTM", bridge=False).eval()
+        (h0, c0) = zero.initial_decoder_state(zero.encode(batch["source"], batch["source_lengths"]))[0][0]
+        assert h0.abs().sum() == 0 and c0.abs().sum() == 0
+
+
+@pytest.mark.parametrize("side", ["encoder_cell", "decoder_cell"])
+def test_auxiliary_loss_of_an_mzu_cell_reaches_the_loss(side: str) -> None:
+    other = "decoder_cell" if side == "encoder_cell" else "encoder_cell"
+    batch = pairs([5, 3], [4, 2])
+    losses = {}
+    for weight in (0.0, 1.0):
+        model = make(dtype=torch.float32, **{side: "SatMZU", other: "GRU"}, aux_loss_weight=weight)
+        assert model.has_aux_loss
+        losses[weight] = model.training_step(batch, 0)
+    _, aux = make(dtype=torch.float32, **{side: "SatMZU", other: "GRU"})(
+        batch["source"], batch["source_lengths"], batch["target"], want_aux=True)
+    assert float(aux.detach()) != 0.0
+    assert float((losses[1.0] - losses[0.0]).detach()) == pytest.approx(float(aux.detach()), abs=1e-5)
+    losses[1.0].backward()  # the aux term is differentiable
+
+
+def test_label_smoothing_and_tied_embeddings() -> None:
+    batch = pairs([5, 3], [4, 2])
+    smooth = make(label_smoothing=0.1)
+    logits, _ = smooth(batch["source"], batch["source_lengths"], batch["target"])
+    logp, gold = logits.log_softmax(-1), batch["target"][:, 1:]
+    real = gold != PAD
+    nll = -logp.gather(-1, gold.unsqueeze(-1)).squeeze(-1)[real]
+    uniform = -logp.mean(-1)[real]
+    expected = (0.9 * nll + 0.1 * uniform).mean()  # Szegedy et al. 2016 eq. for ε = 0.1, over non-pad tokens
+    assert float(smooth.training_step(batch, 0)) == pytest.approx(float(expected), abs=1e-10)
+    tied = make(output_size=6, tie_embeddings=True)
+    assert tied.generator.weight is tied.target_embedding.weight
+
+
+def test_a_few_steps_on_a_copy_task_lower_the_loss() -> None:
+    torch.manual_seed(0)
+    model = make(dtype=torch.float32, cell="LSTM", target_vocab_size=17, dropout=0.1)
+    opt = torch.optim.Adam(model.parameters(), lr=0.02)
+    batch = pairs([5, 4, 6, 3], [4, 3, 5, 2])
+    batch["target"][:, 1:] = 0
+    for i, n in enumerate(batch["source_lengths"].tolist()):  # target = source
+        batch["target"][i, 1:n + 1] = batch["source"][i, :n]
+    first = None
+    for _ in range(30):
+        loss = model.training_step(batch, 0)
+        first = float(loss) if first is None else first
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    assert float(loss) < 0.5 * first
+
+
+class FakeTokenizer:
+    def __init__(self, size: int) -> None:
+        self.size = size
+
+    def __len__(self) -> int:
+        return self.size
+
+    def decode(self, ids: List[int]) -> str:
+        return " ".join(f"w{i}" for i in ids if i > 3)
+
+    def detokenize(self, text: str) -> str:
+        return text.replace(" ", "")
+
+
+class TinyData(LightningDataModule):
+    def __init__(self) -> None:
+        super().__init__()
+        self.source_tokenizer, self.target_tokenizer = FakeTokenizer(17), FakeTokenizer(13)
+
+    def _batches(self, refs: bool) -> DataLoader:
+        out = []
+        for k in range(2):
+            b: Dict[str, Any] = pairs([5, 3, 6], [4, 2, 3], seed=k)
+            b["index"] = torch.arange(3) + 3 * k
+            if refs:
+                b["references"] = [self.target_tokenizer.decode(t.tolist()) for t in b["target"]]
+            out.append(b)
+        return DataLoader(out, batch_size=None)
+
+    def train_dataloader(self):
+        return self._batches(False)
+
+    def val_dataloader(self):
+        return self._batches(True)
+
+    def test_dataloader(self):
+        return self._batches(True)
+
+    def predict_dataloader(self):
+        return DataLoader([{k: v for k, v in b.items() if k in ("source", "source_lengths", "index")}
+                           for b in self._batches(False)], batch_size=None)
+
+
+def test_fit_validate_test_predict_and_checkpoint(tmp_path) -> None:
+    model = make(dtype=torch.float32, eval_metrics=["sacrebleu", "tok_bleu", "rouge"], beam_size=3, n_best=2)
+    trainer = Trainer(max_epochs=1, logger=False, enable_progress_bar=False, enable_model_summary=False,
+                      default_root_dir=tmp_path, accelerator="cpu", devices=1)
+    trainer.fit(model, datamodule=TinyData())
+    metrics = trainer.callback_metrics
+    for name in ("val/loss", "val/ppl", "val/sacrebleu", "val/tok_bleu", "val/rouge1", "val/rouge2", "val/rougeL"):
+        assert name in metrics
+    assert model.target_tokenizer is not None
+    result = trainer.test(model, datamodule=TinyData(), verbose=False)[0]
+    assert {"test/loss", "test/sacrebleu"} <= set(result)
+    records = [r for part in trainer.predict(model, datamodule=TinyData()) for r in part]
+    assert sorted(r["index"] for r in records) == list(range(6))
+    for r in records:
+        assert len(r["nbest"]) == 2 and r["nbest"][0][1] >= r["nbest"][1][1]
+        assert r["text"].count("\n") == 1 and r["text"].split("\n")[0].split("\t")[1] == r["nbest"][0][0]
+    path = tmp_path / "m.ckpt"
+    trainer.save_checkpoint(path)
+    ckpt = torch.load(path, weights_only=True)
+    json.dumps(dict(ckpt["hyper_parameters"]))
+    loaded = Seq2Seq.load_from_checkpoint(path, weights_only=True)
+    assert loaded.hparams.beam_size == 3 and torch.equal(loaded.generator.weight, model.generator.weight)
+
+
+def test_scoring_dedupes_records_and_uses_the_right_text_forms() -> None:
+    model = make(eval_metrics=["sacrebleu", "tok_bleu"])
+    model._records = [(1, "a b", "ab", "a b", "ab"), (0, "c d", "cd", "c e", "ce"), (1, "a b", "ab", "a b", "ab")]
+    records = model._gather_records()
+    assert [r[0] for r in records] == [0, 1]
+    scores = model.score_records(records)
+    assert set(scores) == {"sacrebleu", "tok_bleu"}
+
+
+def test_bad_arguments_fail_at_construction() -> None:
+    with pytest.raises(ValueError, match="tie_embeddings needs output_size"):
+        make(tie_embeddings=True)
+    with pytest.raises(ValueError, match="dropout must be in"):
+        make(dropout=1.0)
+    with pytest.raises(ValueError, match="label_smoothing must be in"):
+        make(label_smoothing=-0.1)
+    with pytest.raises(ValueError, match="Unknown attention"):
+        make(attention="bilinear")
+    with pytest.raises(ValueError, match="dot attention needs"):
+        make(attention="dot")
+    with pytest.raises(ValueError, match="Unknown eval_metrics"):
+        make(eval_metrics=["bleu"])
+    with pytest.raises(ValueError, match="hidden_size must be a positive integer"):
+        make(hidden_size=0)
+    with pytest.raises(ValueError, match="eos_id=20 is not a token"):
+        make(eos_id=20)
+    with pytest.raises(ValueError, match="n_best=6 exceeds beam_size=5"):
+        make(n_best=6)
+    with pytest.raises(ValueError, match="Unknown length_penalty"):
+        make(length_penalty="wu")
+    with pytest.raises(ValueError, match="The target tokenizer has 9 tokens"):
+        make().set_tokenizers(FakeTokenizer(17), FakeTokenizer(9))
+    batch = pairs([5, 3], [4, 2])
+    with pytest.raises(ValueError, match="accepts at most max_source_length=4"):
+        make(max_source_length=4).encode(batch["source"], batch["source_lengths"])
