@@ -5,9 +5,12 @@ Two flavours, chosen by ``pretokenized``:
 * raw text (Multi30k): **byte-level** BPE (GPT-2 style, a space is part of the next token), so any
   input string is encodable and :meth:`SubwordTokenizer.decode` gives the raw sentence back;
 * pre-tokenised text (IWSLT14 and Gigaword, Moses / PTB tokenised): the line is **split on
-  whitespace** first and every word is segmented on its own with an end-of-word marker ``</w>``,
-  so a decoded sequence is again whitespace-separated corpus tokens. Characters never seen in
-  training become ``<unk>`` (dropped by ``decode`` like every special token).
+  whitespace** first and every corpus token is segmented on its own (byte-level within the token,
+  ``Ġ`` marking its start, no further punctuation splitting), so merges never cross tokens, a decoded
+  sequence is again the whitespace-separated corpus tokens, and any character stays encodable.
+
+Both are byte-level, which also makes training deterministic (the alphabet is fixed, so ties between
+equally frequent pairs always break the same way; DDP ranks and rebuilt caches agree).
 
 Special tokens are fixed for every tokenizer: pad 0 ``<pad>``, unk 1 ``<unk>``, bos 2 ``<bos>``,
 eos 3 ``<eos>``. A tokenizer is fitted on the training split only, and serialises to one JSON
@@ -25,7 +28,6 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 PAD, UNK, BOS, EOS = "<pad>", "<unk>", "<bos>", "<eos>"
 SPECIALS = (PAD, UNK, BOS, EOS)
 PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
-END_OF_WORD = "</w>"
 
 
 class SubwordTokenizer:
@@ -50,24 +52,22 @@ class SubwordTokenizer:
     def train(cls, texts: Iterable[str], vocab_size: int, *, pretokenized: bool, language: str = "en",
               min_frequency: int = 2) -> "SubwordTokenizer":
         """Learn BPE merges on ``texts`` (training lines only) up to ``vocab_size`` symbols in all."""
-        if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size <= len(SPECIALS):
-            raise ValueError(f"vocab_size must be an integer above {len(SPECIALS)}, got {vocab_size!r}.")
-        if pretokenized:
-            tok = Tokenizer(models.BPE(unk_token=UNK, end_of_word_suffix=END_OF_WORD))
-            tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-            tok.decoder = decoders.BPEDecoder(suffix=END_OF_WORD)
-            trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=min_frequency,
-                                          special_tokens=list(SPECIALS), end_of_word_suffix=END_OF_WORD,
-                                          show_progress=False)
+        smallest = len(SPECIALS) + 256  # the specials and every byte
+        if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size < smallest:
+            raise ValueError(f"vocab_size must be an integer of at least {smallest} (4 special tokens + 256 bytes), "
+                             f"got {vocab_size!r}; raise it.")
+        tok = Tokenizer(models.BPE(unk_token=UNK))
+        if pretokenized:  # corpus tokens first, then bytes within each token: merges never cross tokens
+            tok.pre_tokenizer = pre_tokenizers.Sequence([
+                pre_tokenizers.WhitespaceSplit(), pre_tokenizers.ByteLevel(add_prefix_space=True, use_regex=False)])
         else:
-            tok = Tokenizer(models.BPE(unk_token=UNK))
             tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=True)
-            tok.decoder = decoders.ByteLevel()
-            trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=min_frequency,
-                                          special_tokens=list(SPECIALS),
-                                          initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+        tok.decoder = decoders.ByteLevel()
+        trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=min_frequency,
+                                      special_tokens=list(SPECIALS),
+                                      initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
         tok.train_from_iterator(texts, trainer)
-        return cls(tok, pretokenized, language)
+        return cls(canonical_ids(tok), pretokenized, language)
 
     def to_json(self) -> str:
         """The whole tokenizer as one plain string (safe for ``torch.load(weights_only=True)``)."""
@@ -119,6 +119,27 @@ class SubwordTokenizer:
         if not self.pretokenized:
             return text
         return self._moses.detokenize(html.unescape(text).split(), unescape=False)
+
+
+def canonical_ids(tok: Tokenizer) -> Tokenizer:
+    """The same BPE model with ids that depend only on the merges: specials, the initial symbols sorted,
+    then merged symbols in merge order. (``tokenizers`` numbers the ``x</w>`` initial symbols in hash-map
+    order, which differs between runs, so DDP ranks or a rebuilt cache would otherwise disagree.)"""
+    state = json.loads(tok.to_str())
+    vocab: dict = state["model"]["vocab"]
+    merges = [tuple(m.split(" ", 1)) if isinstance(m, str) else tuple(m) for m in state["model"]["merges"]]
+    merged: List[str] = []
+    seen = set(SPECIALS)
+    for a, b in merges:
+        if a + b not in seen:
+            seen.add(a + b)
+            merged.append(a + b)
+    initial = sorted(t for t in vocab if t not in seen)
+    order = list(SPECIALS) + initial + merged
+    if sorted(order) != sorted(vocab):
+        return tok  # an unexpected layout: keep the trainer's ids
+    state["model"]["vocab"] = {t: i for i, t in enumerate(order)}
+    return Tokenizer.from_str(json.dumps(state))
 
 
 def check_tokenizer(saved: SubwordTokenizer, current: SubwordTokenizer, side: str) -> None:
