@@ -10,6 +10,7 @@ from typing import List
 import pytest
 
 from lit_rnncells.cli import main as cli_main
+from tests.test_sentiment_data import config_data_args
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIGS = sorted(p for p in (REPO / "configs").glob("*/*.yaml") if p.parent.name != "trainer")
@@ -17,7 +18,7 @@ CONFIGS = sorted(p for p in (REPO / "configs").glob("*/*.yaml") if p.parent.name
 
 def _dataset(config: Path) -> str:
     for line in config.read_text().splitlines():
-        if line.strip().startswith("dataset:"):
+        if line.strip().startswith(("dataset:", "domain:")):  # domain: the SemEval-2014 ABSA configs
             return line.split(":", 1)[1].split("#")[0].strip()
     return ""
 
@@ -31,6 +32,9 @@ def _text8_from_ptb(ptb: Path, folder: Path, chars: int = 6000) -> Path:
 
 
 def _data_args(dataset: str, data_dir: Path, tmp_path: Path, cache: Path) -> List[str]:
+    sentiment = config_data_args(dataset, data_dir, tmp_path, cache)
+    if sentiment is not None:
+        return sentiment
     if not dataset:  # the logic task generates its formulas
         return []
     if dataset == "text8":  # not in the shared data: the same reader and split on a small real-text file

@@ -16,236 +16,28 @@ Shared policy (readers in :mod:`.semeval`, :mod:`.imdb`, :mod:`.sst`):
 * ``checkpoint_path`` (the CLI passes ``--ckpt_path``): the vocabulary and labels come from the
   checkpoint, so ``predict`` needs no training files.
 """
+
 from __future__ import annotations
 
-import hashlib
-import os
-import re
-import sys
 import warnings
-from collections import Counter
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterable, List, Literal, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Literal, Optional, Sequence, Tuple
 
 import torch
-from lightning.pytorch import LightningDataModule
 from torch import Tensor
-from torch.utils.data import DataLoader
 
 from ..cells.base import check_positive
 from . import imdb, semeval, sst
-from .batching import BucketedBatches, ResumableBatchesMixin, pad_batch
-from .checkpoint_state import datamodule_state
-from .language_model import check_vocabulary, is_hub_id
-from .text import UNK, Vocabulary, cached, default_cache_dir, file_fingerprint
+from .batching import pad_batch
+from .language_model import is_hub_id
+from .sentiment_base import (PAD, TOKEN_PATTERN, SentimentDataModule, Tokenizer, Vocabulary, encode, env_data_dir,
+                             pack, tokenize)
+from .text import file_fingerprint
 
-PAD = "<pad>"
-TOKEN_PATTERN = re.compile(r"\w+|[^\w\s]")
-CACHE_VERSION = 1
-Tokenizer = Literal["regex", "whitespace"]
+__all__ = ["AspectSentimentDataModule", "DocumentSentimentDataModule", "PAD", "TOKEN_PATTERN", "tokenize"]
 
 
-def tokenize(text: str, *, lowercase: bool = True, tokenizer: Tokenizer = "regex") -> List[str]:
-    """Tokens of one text (``<br />`` stripped, optionally lowercased, regex or whitespace split)."""
-    text = text.replace("<br />", " ")
-    if lowercase:
-        text = text.lower()
-    return TOKEN_PATTERN.findall(text) if tokenizer == "regex" else text.split()
-
-
-def fit_vocabulary(texts: Iterable[Sequence[str]], max_vocab_size: Optional[int], min_frequency: int) -> Vocabulary:
-    """``<pad>``, ``<unk>``, then the training words by decreasing count (ties alphabetical)."""
-    counts = Counter(t for tokens in texts for t in tokens)
-    words = [w for w, c in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
-             if c >= min_frequency and w not in (PAD, UNK)]
-    return Vocabulary([PAD, UNK, *words[:max_vocab_size]], level="word", unk=UNK)
-
-
-def encode(tokens: Sequence[str], vocab: Vocabulary) -> List[int]:
-    unk = vocab.unk_id
-    return [vocab.stoi.get(t, unk) for t in tokens] or [unk]
-
-
-def pack(seqs: Sequence[Sequence[int]]) -> Dict[str, Tensor]:
-    """Many id lists as one flat ``int32`` tensor and ``offsets`` (fast to save and load)."""
-    offsets = torch.zeros(len(seqs) + 1, dtype=torch.long)
-    offsets[1:] = torch.tensor([len(s) for s in seqs], dtype=torch.long).cumsum(0)
-    return {"ids": torch.tensor([i for s in seqs for i in s], dtype=torch.int32), "offsets": offsets}
-
-
-class Packed:
-    """Read side of :func:`pack`."""
-
-    def __init__(self, packed: Dict[str, Tensor]) -> None:
-        self.ids, self.offsets = packed["ids"], packed["offsets"]
-        self.lengths = (self.offsets[1:] - self.offsets[:-1]).tolist()
-
-    def __len__(self) -> int:
-        return len(self.lengths)
-
-    def __getitem__(self, i: int) -> Tensor:
-        return self.ids[self.offsets[i]:self.offsets[i + 1]]
-
-
-def vocab_digest(vocab: Vocabulary) -> str:
-    return hashlib.sha256("\n".join(vocab.symbols).encode()).hexdigest()[:16]
-
-
-def env_data_dir(folder: str, hub_id: str) -> str:
-    """``$LIT_RNNCELLS_DATA/<folder>`` when it exists, else the hub id."""
-    root = os.environ.get("LIT_RNNCELLS_DATA")
-    if root and (Path(root) / folder).exists():
-        return str(Path(root) / folder)
-    return hub_id
-
-
-def read_lines(path: str) -> List[str]:
-    """Lines of ``path`` (``"-"``: standard input), line ends removed."""
-    if path == "-":
-        return sys.stdin.read().splitlines()
-    file = Path(path).expanduser()
-    if not file.is_file():
-        raise FileNotFoundError(f"predict_file {path!r} does not exist; pass a text file (or '-' for stdin).")
-    return file.read_text(encoding="utf-8").splitlines()
-
-
-class _SentimentDataModule(ResumableBatchesMixin, LightningDataModule):
-    """What the sentiment DataModules share: vocabulary, labels, checkpoint state, loaders."""
-
-    def __init__(self, *, data_dir: Optional[str], batch_size: int, eval_batch_size: Optional[int],
-                 max_tokens: Optional[int], lowercase: bool, max_vocab_size: Optional[int], min_frequency: int,
-                 cache_dir: Optional[str], checkpoint_path: Optional[str], predict_file: Optional[str],
-                 seed: int) -> None:
-        super().__init__()
-        check_positive(batch_size=batch_size, min_frequency=min_frequency)
-        for name, value in (("eval_batch_size", eval_batch_size), ("max_tokens", max_tokens),
-                            ("max_vocab_size", max_vocab_size)):
-            if value is not None:
-                check_positive(**{name: value})
-        self.data_dir = data_dir
-        self.batch_size, self.eval_batch_size = batch_size, eval_batch_size or batch_size
-        self.max_tokens, self.lowercase, self.seed = max_tokens, lowercase, seed
-        self.max_vocab_size, self.min_frequency = max_vocab_size, min_frequency
-        self.cache = default_cache_dir() if cache_dir is None else (Path(cache_dir) if cache_dir else None)
-        self.checkpoint_path, self.predict_file = checkpoint_path, predict_file
-        self.splits: Dict[str, Dict[str, Any]] = {}
-        self.predict_items: Optional[List[Dict[str, Any]]] = None
-
-    def _init_data(self, label_names: Sequence[str]) -> None:
-        """Vocabulary and labels from the checkpoint (data read later, in setup) or from the data now."""
-        if self.checkpoint_path:
-            state = datamodule_state(self.checkpoint_path, type(self))
-            self.vocab = Vocabulary.from_state_dict(state["vocab"])
-            if list(state["label_names"]) != list(label_names):
-                raise ValueError(f"The checkpoint {self.checkpoint_path!r} was trained with labels "
-                                 f"{list(state['label_names'])}, these options give {list(label_names)}; set the "
-                                 "label options (keep_conflict / granularity) the checkpoint was trained with.")
-            self.label_names = list(label_names)
-        else:
-            self.label_names = list(label_names)
-            self._load(None)
-
-    def _load(self, vocab: Optional[Vocabulary]) -> None:
-        source, build = self._source()
-        key = {"name": type(self).__name__, "version": CACHE_VERSION, **self._options(), **source,
-               "lowercase": self.lowercase, "max_vocab_size": self.max_vocab_size,
-               "min_frequency": self.min_frequency, "vocab": vocab_digest(vocab) if vocab else None}
-        corpus = cached(self.cache, key, lambda: build(vocab))
-        self.vocab = Vocabulary.from_state_dict(corpus["vocab"])
-        self.splits = corpus["splits"]
-        self._views = {split: {k: Packed(v) if isinstance(v, dict) else v for k, v in data.items()}
-                       for split, data in self.splits.items()}
-        for split, data in self._views.items():
-            if len(data["labels"]) == 0:
-                raise ValueError(f"The {split} split has no examples{self._empty_hint()}; check its file or the "
-                                 "options that filter it.")
-
-    def _build_vocab(self, vocab: Optional[Vocabulary], train_texts: Iterable[Sequence[str]]) -> Vocabulary:
-        return vocab if vocab is not None else fit_vocabulary(train_texts, self.max_vocab_size, self.min_frequency)
-
-    # --- to implement --------------------------------------------------------------------
-    def _source(self) -> Tuple[Dict[str, Any], Callable[[Optional[Vocabulary]], Dict[str, Any]]]:
-        raise NotImplementedError
-
-    def _options(self) -> Dict[str, Any]:
-        raise NotImplementedError
-
-    def _collate(self, split: str, indices: List[int]) -> Dict[str, Any]:
-        raise NotImplementedError
-
-    def _predict_items(self, lines: List[str]) -> List[Dict[str, Any]]:
-        raise NotImplementedError
-
-    def _collate_predict(self, indices: List[int]) -> Dict[str, Any]:
-        raise NotImplementedError
-
-    def _empty_hint(self) -> str:
-        return ""
-
-    def _lengths(self, split: str) -> List[int]:
-        return self._views[split]["tokens"].lengths
-
-    # --- sizes the CLI links into the model ------------------------------------------------
-    @property
-    def vocab_size(self) -> int:
-        return len(self.vocab)
-
-    @property
-    def num_classes(self) -> int:
-        return len(self.label_names)
-
-    @property
-    def pad_id(self) -> int:
-        return self.vocab.stoi[PAD]
-
-    # --- loaders ---------------------------------------------------------------------------
-    def setup(self, stage: str) -> None:
-        if stage in ("fit", "validate", "test") and not self.splits:
-            self._load(self.vocab)  # from a checkpoint: encode the data with its vocabulary
-        if stage == "predict" and self.predict_items is None:
-            if not self.predict_file:
-                raise ValueError("predict needs data.init_args.predict_file: a text file (or '-' for stdin), "
-                                 "one input per line.")
-            self.predict_items = self._predict_items(read_lines(self.predict_file))
-            if not self.predict_items:
-                raise ValueError(f"predict_file {self.predict_file!r} has no lines; give one input per line.")
-
-    def _batches(self, split: str, shuffle: bool) -> BucketedBatches:
-        rank, world = self.rank_world()
-        return BucketedBatches(self._lengths(split), lambda ix: self._collate(split, ix),
-                               batch_size=self.batch_size if shuffle else self.eval_batch_size,
-                               max_tokens=self.max_tokens, shuffle=shuffle, seed=self.seed, rank=rank,
-                               world_size=world, epoch=self.current_epoch, start_batch=self.resume_start_batch)
-
-    def train_dataloader(self) -> DataLoader:
-        return DataLoader(self._batches("train", True), batch_size=None)
-
-    def val_dataloader(self) -> DataLoader:
-        return DataLoader(self._batches("validation", False), batch_size=None)
-
-    def test_dataloader(self) -> DataLoader:
-        return DataLoader(self._batches("test", False), batch_size=None)
-
-    def predict_dataloader(self) -> DataLoader:
-        rank, world = self.rank_world()
-        items = self.predict_items or []
-        lengths = [len(item["tokens"]) for item in items]
-        return DataLoader(BucketedBatches(lengths, self._collate_predict, batch_size=self.eval_batch_size,
-                                          shuffle=False, rank=rank, world_size=world), batch_size=None)
-
-    # --- checkpoint state --------------------------------------------------------------------
-    def state_dict(self) -> Dict[str, Any]:
-        return {**super().state_dict(), "vocab": self.vocab.state_dict(), "label_names": list(self.label_names)}
-
-    def load_state_dict(self, state: Dict[str, Any]) -> None:
-        check_vocabulary(Vocabulary.from_state_dict(state["vocab"]), self.vocab)
-        if list(state["label_names"]) != list(self.label_names):
-            raise ValueError(f"The checkpoint's labels {list(state['label_names'])} differ from this data's "
-                             f"{list(self.label_names)}; use the label options it was trained with.")
-        super().load_state_dict(state)
-
-
-class AspectSentimentDataModule(_SentimentDataModule):
+class AspectSentimentDataModule(SentimentDataModule):
     """SemEval-2014 Task 4 aspect terms (mzu.md §ABSA, Table 6): one example per (sentence, aspect term).
 
     Args:
@@ -354,7 +146,7 @@ class AspectSentimentDataModule(_SentimentDataModule):
         return self._collate_items([self.predict_items[i] for i in indices], indices)
 
 
-class DocumentSentimentDataModule(_SentimentDataModule):
+class DocumentSentimentDataModule(SentimentDataModule):
     """Document sentiment: IMDB (caru.md §3.1) or the Stanford Sentiment Treebank (mufuru.md §4.3).
 
     Args:
