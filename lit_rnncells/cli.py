@@ -9,12 +9,14 @@ from typing import Any, Dict, List, Optional
 
 from lightning.pytorch import LightningDataModule, LightningModule, Trainer
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI, SaveConfigCallback
+from lightning.pytorch.utilities import rank_zero_warn
 
 from . import cells as _cells  # noqa: F401  (registers cells so short class names resolve)
 from . import data as _data  # noqa: F401
 from . import tasks as _tasks  # noqa: F401
 from . import callbacks as _callbacks
 from .callbacks import FiniteGuard, InterruptCheckpoint, PredictionWriter, TrainingDiverged
+from .data.checkpoint_state import read_checkpoint
 from .errors import user_message
 from .tasks.base import RecurrentTask
 
@@ -43,8 +45,28 @@ class LitRNNCellsCLI(LightningCLI):
         parser.add_argument("--predict_output", type=Optional[str], default=None,
                             help="predict: write one line per input line, in input order, to this file "
                                  "(default: standard output).")
+        parser.add_argument("--untrained", type=bool, default=False,
+                            help="predict: allow predicting with an untrained model (no --ckpt_path).")
         for name in DATA_TO_MODEL_LINKS:
             parser.link_arguments(f"data.{name}", f"model.init_args.{name}", apply_on="instantiate")
+
+    def _parse_ckpt_path(self) -> None:
+        """Check ``--ckpt_path`` before Lightning applies the checkpoint's hyperparameters over the config:
+        a readable checkpoint of the task the config builds; flags that change the weights' shapes are refused,
+        other flags that differ from the checkpoint are listed with the value in force (the checkpoint's)."""
+        subcommand = self.config.get("subcommand")
+        ckpt_path = self.config[subcommand].get("ckpt_path") if subcommand else None
+        if ckpt_path:
+            checkpoint = read_checkpoint(ckpt_path)
+            model = self.config[subcommand].get("model")
+            saved_task = checkpoint.get(TASK_KEY)
+            class_path = model.get("class_path") if model is not None else None
+            if saved_task and class_path and saved_task.rsplit(".", 1)[-1] != class_path.rsplit(".", 1)[-1]:
+                raise ValueError(f"The checkpoint {ckpt_path} is a {saved_task.rsplit('.', 1)[-1]}, the config builds "
+                                 f"a {class_path.rsplit('.', 1)[-1]}; use the config it was trained with.")
+            if model is not None and model.get("init_args") is not None:
+                _compare_with_checkpoint(model["init_args"], checkpoint.get("hyper_parameters", {}), ckpt_path)
+        super()._parse_ckpt_path()
 
     def before_instantiate_classes(self) -> None:
         """In test / validate / predict with ``--ckpt_path``, a DataModule that accepts ``checkpoint_path``
@@ -52,6 +74,9 @@ class LitRNNCellsCLI(LightningCLI):
         config = self.config.get(self.subcommand, {}) if self.subcommand else self.config
         ckpt_path = config.get("ckpt_path")
         data = config.get("data")
+        if self.subcommand == "predict" and not ckpt_path and not config.get("untrained"):
+            raise ValueError("predict needs a trained model: pass --ckpt_path <checkpoint.ckpt> (fit prints where it "
+                             "saved its checkpoints), or --untrained true to predict with random weights.")
         if self.subcommand in ("test", "validate", "predict") and ckpt_path and data is not None:
             init_args = data.get("init_args")
             if init_args is not None and "checkpoint_path" in _init_parameters(data.get("class_path")) \
@@ -69,6 +94,51 @@ class LitRNNCellsCLI(LightningCLI):
     def after_fit(self) -> None:
         if self.config.get(self.subcommand, {}).get("test_after_fit"):
             self.trainer.test(self.model, datamodule=self.datamodule)
+
+
+TASK_KEY = "lit_rnncells_task"
+"""Where a task's checkpoint records its class (``RecurrentTask.on_save_checkpoint``)."""
+SHAPE_SUFFIXES = ("_size", "_layers", "_cell")
+SHAPE_NAMES = ("cell", "bidirectional", "tie_weights", "tie_target_embedding", "zones", "num_classes")
+
+
+def _plain(value: Any) -> Any:
+    """A comparable form of a config or hparams value: cells by class name, namespaces as dicts."""
+    if hasattr(value, "as_dict"):
+        value = value.as_dict()
+    if isinstance(value, dict) and "class_path" in value:
+        return (str(value["class_path"]).rsplit(".", 1)[-1], _plain(value.get("init_args") or {}))
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, str) and value and value[0].isupper():
+        return (value.rsplit(".", 1)[-1], {})  # a cell by name, as GRU or lit_rnncells.cells.GRU
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _show(value: Any) -> str:
+    """A short rendering of a config value for messages: cells by class name (and options)."""
+    plain = _plain(value)
+    if isinstance(plain, tuple):
+        name, options = plain
+        return f"{name}({', '.join(f'{k}={v!r}' for k, v in options.items())})" if options else name
+    return repr(plain)
+
+
+def _compare_with_checkpoint(init_args: Any, hparams: Dict[str, Any], ckpt_path: str) -> None:
+    """Refuse flags that change the weights' shapes; warn about the others (the checkpoint's values win)."""
+    given = init_args.as_dict() if hasattr(init_args, "as_dict") else dict(init_args)
+    differing = {k: (given[k], v) for k, v in hparams.items()
+                 if k in given and k not in DATA_TO_MODEL_LINKS and _plain(given[k]) != _plain(v)}
+    shaped = {k: d for k, d in differing.items() if k in SHAPE_NAMES or k.endswith(SHAPE_SUFFIXES)}
+    if shaped:
+        listed = ", ".join(f"{k}={_show(g)} (checkpoint: {_show(c)})" for k, (g, c) in shaped.items())
+        raise ValueError(f"The options {listed} differ from the checkpoint {ckpt_path}, whose weights have other "
+                         "shapes; drop those options to use the checkpoint, or train a new model without --ckpt_path.")
+    if differing:
+        listed = ", ".join(f"{k}={_show(c)} (you gave {_show(g)})" for k, (g, c) in differing.items())
+        rank_zero_warn(f"Using the checkpoint's values {listed}: a checkpoint's model options win over the config.")
 
 
 def _init_parameters(class_path: Optional[str]) -> List[str]:

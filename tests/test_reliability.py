@@ -117,3 +117,63 @@ def test_a_real_sigterm_to_the_process_saves_and_exits_143(data_dir, tmp_path):
     assert proc.returncode == 143, err[-2000:]
     assert "saved a resumable checkpoint" in err
     assert list(tmp_path.rglob("interrupted.ckpt"))
+
+
+def _logic(root: Path) -> List[str]:
+    return ["--config", LOGIC, "--data.init_args.train_size", "64", "--data.init_args.val_size", "16",
+            "--data.init_args.test_size", "32", "--trainer.max_epochs", "1", "--trainer.enable_progress_bar", "false",
+            "--trainer.logger", "false", "--trainer.default_root_dir", str(root), "--test_after_fit", "false"]
+
+
+@pytest.fixture(scope="module")
+def logic_checkpoint(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("logic")
+    assert run(["fit", *_logic(root)]) == 0
+    return next(root.rglob("*.ckpt"))
+
+
+def test_predict_without_a_checkpoint_refuses_unless_asked_for_an_untrained_model(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert run(["predict", *_logic(tmp_path)]) == 2
+    assert "predict needs a trained model: pass --ckpt_path" in error_line(capsys.readouterr().err)
+    assert run(["predict", *_logic(tmp_path), "--untrained", "true"]) == 0
+
+
+def test_bad_checkpoint_files_get_one_sentence(tmp_path, capsys, monkeypatch, logic_checkpoint):
+    monkeypatch.chdir(tmp_path)
+    truncated = tmp_path / "truncated.ckpt"
+    truncated.write_bytes(logic_checkpoint.read_bytes()[:1000])
+    junk = tmp_path / "junk.ckpt"
+    junk.write_bytes(os.urandom(4096))
+    for bad, expected in ((truncated, "is not a readable checkpoint"), (junk, "is not a readable checkpoint"),
+                          (tmp_path / "missing.ckpt", "does not exist")):
+        assert run(["test", *_logic(tmp_path), "--ckpt_path", str(bad)]) == 2
+        line = error_line(capsys.readouterr().err)
+        assert expected in line and "weights_only=False" not in line
+
+
+@pytest.mark.real_data
+def test_a_checkpoint_of_another_task_is_named(data_dir, tmp_path, capsys, monkeypatch, logic_checkpoint):
+    monkeypatch.chdir(tmp_path)
+    assert run(["test", "--config", LM, "--ckpt_path", str(logic_checkpoint), "--trainer.logger", "false"]) == 2
+    assert "is a LogicEvaluator, the config builds a LanguageModel" in error_line(capsys.readouterr().err)
+
+
+def test_changed_model_flags_with_a_checkpoint_are_refused_or_listed(tmp_path, capsys, monkeypatch, logic_checkpoint):
+    monkeypatch.chdir(tmp_path)
+    assert run(["test", *_logic(tmp_path), "--ckpt_path", str(logic_checkpoint),
+                "--model.init_args.hidden_size", "32"]) == 2
+    line = error_line(capsys.readouterr().err)
+    assert "hidden_size=32 (checkpoint: 8) differ from the checkpoint" in line
+    assert run(["test", *_logic(tmp_path), "--ckpt_path", str(logic_checkpoint),
+                "--model.init_args.cell", "CARU"]) == 2
+    assert "cell=CARU (checkpoint: MuFuRU(ops=" in error_line(capsys.readouterr().err)
+
+
+@pytest.mark.real_data
+def test_changed_regularisation_flags_with_a_checkpoint_are_listed_with_the_value_in_force(data_dir, tmp_path):
+    assert run(small_lm(tmp_path) + ["--trainer.max_steps", "2"]) == 0
+    ckpt = next(tmp_path.rglob("*.ckpt"))
+    args = small_lm(tmp_path)[1:] + ["--ckpt_path", str(ckpt), "--trainer.limit_test_batches", "2"]
+    with pytest.warns(UserWarning, match=r"Using the checkpoint's values dropout=0\.0 \(you gave 0\.3\)"):
+        assert run(["test", *args, "--model.init_args.dropout", "0.3"]) == 0

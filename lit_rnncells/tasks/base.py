@@ -98,6 +98,11 @@ class RecurrentTask(LightningModule):
         return {"optimizer": optimizer,
                 "lr_scheduler": {"scheduler": scheduler, "monitor": self.scheduler_monitor}}
 
+    def on_save_checkpoint(self, checkpoint: dict) -> None:
+        """Record which task wrote the checkpoint, so the command line can tell a checkpoint of another task
+        from a damaged one. Subclasses that override this call ``super().on_save_checkpoint(checkpoint)``."""
+        checkpoint["lit_rnncells_task"] = f"{type(self).__module__}.{type(self).__qualname__}"
+
     def log_aux_loss(self, stage: str, aux: Tensor, name: str, batch_size: int) -> None:
         """Log a cell's auxiliary loss on its own, e.g. ``train/zone_disagreement``."""
         self.log(f"{stage}/{name}", aux.detach(), batch_size=batch_size, sync_dist=stage != "train")

@@ -270,6 +270,7 @@ class LanguageModel(RecurrentTask):
             self.vocab = vocab
 
     def on_save_checkpoint(self, checkpoint: Dict[str, Any]) -> None:
+        super().on_save_checkpoint(checkpoint)
         state = self._train_state
         world = self.trainer.world_size if self._trainer is not None else 1
         if state is not None:  # every rank's carried state (this hook runs on every rank)
