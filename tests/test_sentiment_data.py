@@ -272,7 +272,7 @@ def test_aspect_predict_format_and_error_naming_the_line(tmp_path):
 # --- SST trees --------------------------------------------------------------------------------------
 def test_tree_parsing_nested_labels_phrases_escapes_and_unusual_leaves():
     phrases = sst.parse_tree(SST_TRAIN[0])
-    assert phrases[0] == (3, ("It", "'s", "a", "charming", "(and)".replace("(and)", "-LRB-and-RRB-")))
+    assert phrases[0] == (3, ("It", "'s", "a", "charming", "-LRB-and-RRB-"))  # only whole-leaf escapes are undone
     assert phrases[1:4] == [(2, ("It",)), (4, ("'s", "a", "charming", "-LRB-and-RRB-")), (2, ("'s", "a"))]
     assert len(phrases) == 9  # every node of the binary tree (5 leaves + 4 internal)
     assert [p[1] for p in sst.parse_tree("(2 (2 -LRB-) (2 (2 x) (2 -RRB-)))")][0] == ("(", "x", ")")
@@ -284,7 +284,8 @@ def test_tree_parsing_nested_labels_phrases_escapes_and_unusual_leaves():
 
 
 @pytest.mark.parametrize("line, problem", [("(3 (2 It) (4 works)", "not closed"), ("(7 (2 It) (2 x))", "label '7'"),
-                                           ("(3 (2 It) (2 x))) extra", "text after the tree"), ("3 It", "expected '('")])
+                                           ("(3 (2 It) (2 x))) extra", "text after the tree"),
+                                           ("3 It", "expected '('")])
 def test_malformed_tree_line_names_file_and_line(tmp_path, line, problem):
     folder = sst_folder(tmp_path / "sst")
     (folder / "dev.txt").write_text(SST_DEV[0] + "\n" + line + "\n")
@@ -323,6 +324,8 @@ def test_sst_hub_is_binary_and_tests_on_its_validation_split(tmp_path, monkeypat
     assert dm._views["test"]["labels"].tolist() == [1]
     with pytest.raises(ValueError, match="granularity 'fine' needs the SST tree files"):
         DocumentSentimentDataModule(dataset="sst", data_dir="stanfordnlp/sst2", granularity="fine", **tiny())
+    with pytest.raises(ValueError, match="train split is already phrase level"):
+        DocumentSentimentDataModule(dataset="sst", data_dir="stanfordnlp/sst2", train_phrases=False, **tiny())
 
 
 def test_sst_missing_file_and_file_as_data_dir(tmp_path):
@@ -445,10 +448,24 @@ def test_predict_from_a_checkpoint_alone(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match=r"trained with labels \['negative', 'positive'\], these options give"):
         DocumentSentimentDataModule(dataset="sst", granularity="fine", data_dir=str(tmp_path / "gone"),
                                     checkpoint_path=str(ckpt), **tiny())
-    with pytest.raises(ValueError, match=r"was trained with DocumentSentimentDataModule, not AspectSentimentDataModule"):
+    with pytest.raises(ValueError, match=r"trained with DocumentSentimentDataModule, not AspectSentimentDataModule"):
         AspectSentimentDataModule(data_dir=str(tmp_path / "gone"), checkpoint_path=str(ckpt), **tiny())
     with pytest.raises(FileNotFoundError):  # test still needs the data files
         alone.setup("test")
+
+
+def test_training_batches_are_seeded_and_resume_mid_epoch(tmp_path):
+    folder = semeval_folder(tmp_path / "s")
+    dm = AspectSentimentDataModule(data_dir=str(folder), **tiny(val_fraction=0.2))
+    full = [b["index"].tolist() for b in dm.train_dataloader()]
+    assert full == [b["index"].tolist() for b in dm.train_dataloader()] and len(full) >= 4
+    assert sorted(i for b in full for i in b) == list(range(len(dm.splits["train"]["labels"])))
+    state = dm.state_dict()
+    state["position"] = {"epoch": 0, "batch": 2, "world_size": 1, "batch_size": 2}
+    resumed = AspectSentimentDataModule(data_dir=str(folder), **tiny(val_fraction=0.2))
+    resumed.load_state_dict(state)
+    assert [b["index"].tolist() for b in resumed.train_dataloader()] == full[2:]
+    assert [b["index"].tolist() for b in resumed.train_dataloader()] == full  # only the resumed epoch is cut
 
 
 # --- real data ---------------------------------------------------------------------------------------

@@ -192,6 +192,9 @@ class DocumentSentimentDataModule(SentimentDataModule):
         if max_length is not None:
             check_positive(max_length=max_length)
         data_dir = data_dir or env_data_dir(dataset, hubs[dataset])
+        if dataset == "sst" and is_hub_id(data_dir) and not train_phrases:
+            raise ValueError(f"The hub's {data_dir} train split is already phrase level (sentences cannot be told "
+                             "apart); set train_phrases: true or data_dir to the SST trees folder.")
         if granularity == "fine" and (dataset == "imdb" or is_hub_id(data_dir)):
             raise ValueError(f"granularity 'fine' needs the SST tree files ({dataset} from {data_dir!r} has binary "
                              "labels only); set granularity: binary or data_dir to the SST trees folder.")
