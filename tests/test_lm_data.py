@@ -201,7 +201,10 @@ def test_default_data_dir_follows_the_environment(monkeypatch: pytest.MonkeyPatc
     (tmp_path / "ptb").mkdir()
     monkeypatch.setenv("LIT_RNNCELLS_DATA", str(tmp_path))
     assert lm_data.default_data_dir("ptb_word") == str(tmp_path / "ptb")
+    assert lm_data.default_data_dir("text8") == str(tmp_path / "text8")  # set means local: missing is reported
     assert lm_data.is_hub_id("LTCB/enwik8") and not lm_data.is_hub_id("/data/enwik8")
+    monkeypatch.chdir(tmp_path)
+    assert not lm_data.is_hub_id("ptb/ptbb")  # a typo next to an existing folder is a local path
     assert text_mod.default_cache_dir().name in ("lit_rnncells",) or "LIT_RNNCELLS_CACHE" in __import__("os").environ
 
 

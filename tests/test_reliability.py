@@ -177,3 +177,32 @@ def test_changed_regularisation_flags_with_a_checkpoint_are_listed_with_the_valu
     args = small_lm(tmp_path)[1:] + ["--ckpt_path", str(ckpt), "--trainer.limit_test_batches", "2"]
     with pytest.warns(UserWarning, match=r"Using the checkpoint's values dropout=0\.0 \(you gave 0\.3\)"):
         assert run(["test", *args, "--model.init_args.dropout", "0.3"]) == 0
+
+
+@pytest.mark.real_data
+@pytest.mark.parametrize("flags, expected", [
+    (["--data.init_args.data_dir", "{data}/ptb/ptb.char.test.txt"],
+     "is a file, but ptb_char is distributed as separate train/valid/test files"),
+    (["--data.init_args.data_dir", "ptb/ptbb"], "Corpus folder 'ptb/ptbb' does not exist"),
+    (["--model.init_args.dropout_e", "1.5"], "dropout_e must be a probability in [0, 1), got 1.5"),
+    (["--model.init_args.dropout_e", "1.0"], "dropout_e must be a probability in [0, 1), got 1.0"),
+    (["--model.init_args.weight_drop", "-0.1"], "weight_drop must be a probability in [0, 1)"),
+])
+def test_language_model_bad_input_fails_at_start_in_one_sentence(data_dir, tmp_path, capsys, monkeypatch, flags,
+                                                                  expected):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "ptb").mkdir()
+    flags = [f.replace("{data}", str(data_dir)) for f in flags]
+    assert run(small_lm(tmp_path / "run") + flags + ["--trainer.max_steps", "1"]) == 2
+    assert expected in error_line(capsys.readouterr().err)
+    assert not (tmp_path / "run").exists()
+
+
+def test_an_empty_data_folder_is_named_at_once(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("LIT_RNNCELLS_DATA", str(tmp_path))
+    start = time.time()
+    assert run(small_lm(tmp_path / "run") + ["--trainer.max_steps", "1"]) == 2
+    line = error_line(capsys.readouterr().err)
+    assert f"Corpus folder '{tmp_path / 'ptb'}' does not exist" in line and "ptb.char.train.txt" in line
+    assert time.time() - start < 20  # no hub round trip

@@ -16,7 +16,7 @@ import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
 
-from .base import RecurrentCell, check_positive
+from .base import RecurrentCell, check_positive, check_probability
 from .classic import gru_update
 from .mzu_functions import ZoneFunctions
 from .registry import register_cell
@@ -117,8 +117,7 @@ class MZU(RecurrentCell):
         if hidden_size % zones:
             raise ValueError(f"hidden_size={hidden_size} is not divisible by zones={zones}; pick a number of "
                              f"zones that divides hidden_size (e.g. {_divisor_near(hidden_size, zones)}).")
-        if not 0.0 <= candidate_dropout < 1.0:
-            raise ValueError(f"candidate_dropout must be in [0, 1), got {candidate_dropout}.")
+        check_probability(candidate_dropout=candidate_dropout)
         if disagreement_weight < 0:
             raise ValueError(f"disagreement_weight must be >= 0 (the paper uses 1.0), got {disagreement_weight}.")
         self.zones, self.filter_size = zones, filter_size

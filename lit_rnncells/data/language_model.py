@@ -23,6 +23,7 @@ from typing import Any, Callable, Dict, Iterator, List, Literal, Optional, Tuple
 
 import torch
 from lightning.pytorch import LightningDataModule
+from lightning.pytorch.utilities import rank_zero_warn
 from torch import Tensor
 from torch.utils.data import DataLoader, IterableDataset
 
@@ -40,15 +41,22 @@ CACHE_VERSION = 1
 
 
 def default_data_dir(dataset: str) -> Optional[str]:
-    """``$LIT_RNNCELLS_DATA/<folder>`` when that folder exists, else the hub id (``None`` for ``text``)."""
+    """``$LIT_RNNCELLS_DATA/<folder>`` when ``LIT_RNNCELLS_DATA`` is set, else the hub id (``None`` for ``text``).
+
+    A set ``LIT_RNNCELLS_DATA`` means "use local files": a missing folder there is reported at once rather
+    than silently falling back to the hub."""
     root = os.environ.get("LIT_RNNCELLS_DATA")
-    if root and dataset in ENV_FOLDERS and (Path(root) / ENV_FOLDERS[dataset]).is_dir():
-        return str(Path(root) / ENV_FOLDERS[dataset])
+    if root and dataset in ENV_FOLDERS:
+        return str(Path(root).expanduser() / ENV_FOLDERS[dataset])
     return HUB_IDS.get(dataset)
 
 
 def is_hub_id(data_dir: str) -> bool:
-    return not Path(data_dir).exists() and data_dir.count("/") == 1 and not data_dir.startswith((".", "/", "~"))
+    """``owner/name`` that is not a local path: nothing of that name exists, and neither does its first part
+    (so a mistyped ``data/ptbb`` next to an existing ``data/`` is a missing local folder, not a hub id)."""
+    path = Path(data_dir).expanduser()
+    return (not path.exists() and data_dir.count("/") == 1 and not data_dir.startswith((".", "/", "~"))
+            and not Path(data_dir.split("/")[0]).exists())
 
 
 def _ptb_char_text(lines: List[str]) -> str:
@@ -72,9 +80,14 @@ def normalise(dataset: str, raw: Dict[str, str], split_sizes: Tuple[int, int, in
 
 def read_local(dataset: str, folder: Path) -> Tuple[Dict[str, str], List[Dict[str, Any]]]:
     """Raw split texts from a local folder (or the ``text8`` / ``enwik8`` file itself) and their fingerprints."""
+    expected = sorted(LOCAL_FILES[dataset].values())
     if not folder.exists():
-        raise FileNotFoundError(f"Corpus folder {str(folder)!r} does not exist; set data.init_args.data_dir to the "
-                                f"folder holding {sorted(LOCAL_FILES[dataset].values())}.")
+        raise FileNotFoundError(f"Corpus folder {str(folder)!r} does not exist; set data.init_args.data_dir (or "
+                                f"LIT_RNNCELLS_DATA, which holds {ENV_FOLDERS.get(dataset, dataset)}/) to the folder "
+                                f"holding {expected}.")
+    if folder.is_file() and "all" not in LOCAL_FILES[dataset]:
+        raise NotADirectoryError(f"data_dir {str(folder)!r} is a file, but {dataset} is distributed as separate "
+                                 f"train/valid/test files; set data_dir to the folder holding {expected}.")
     raw, prints = {}, []
     for split, name in LOCAL_FILES[dataset].items():
         path = folder if folder.is_file() else folder / name
@@ -93,7 +106,13 @@ def read_hub(dataset: str, hub_id: str) -> Dict[str, str]:
     """Raw split texts from the Hugging Face hub, in the same shape :func:`read_local` returns."""
     from datasets import load_dataset
 
-    ds = load_dataset(hub_id)
+    try:
+        ds = load_dataset(hub_id)
+    except Exception as error:  # offline, a wrong id, or no access
+        local = ", ".join(sorted(LOCAL_FILES[dataset].values()))
+        raise FileNotFoundError(f"Could not load {hub_id!r} from the Hugging Face hub ({type(error).__name__}); "
+                                f"when offline set data.init_args.data_dir or LIT_RNNCELLS_DATA to a local folder "
+                                f"with {local}.") from None
     if dataset in ("ptb_char", "ptb_word"):
         lines = {s: [r["sentence"] for r in ds[h]] for s, h in zip(SPLITS, ("train", "validation", "test"))}
         if dataset == "ptb_char":  # the char files are the word files spelled out, '_' between words
@@ -286,6 +305,10 @@ class LanguageModelDataModule(LightningDataModule):
         rank, world = self._rank_world()
         if self._resume is not None and (self._resume["world_size"], self._resume["batch_size"]) != (
                 world, self.batch_size):
+            rank_zero_warn(f"The checkpoint was trained with batch_size={self._resume['batch_size']} on "
+                           f"{self._resume['world_size']} device(s), this run uses batch_size={self.batch_size} on "
+                           f"{world}: the training streams differ, so epoch {self._resume['epoch']} restarts from "
+                           "its first window.")
             self._resume = None  # streams differ: restart the epoch (the model also drops its carried state)
         streams = TrainStreams(self.splits["train"], self.batch_size, self.bptt, rank, world, self.variable_bptt,
                                self.min_bptt, self.seed, self._epoch, self._start_window)

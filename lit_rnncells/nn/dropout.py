@@ -18,10 +18,11 @@ from torch import Tensor, nn
 from torch.func import functional_call
 from torch.nn import functional as F
 
+from ..cells.base import check_probability
+
 
 def _check_p(p: float, name: str = "p") -> float:
-    if not 0.0 <= p < 1.0:
-        raise ValueError(f"{name} must be in [0, 1), got {p}.")
+    check_probability(**{name: p})
     return float(p)
 
 

@@ -7,7 +7,7 @@ import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
 
-from ..cells.base import CellFactory, RecurrentCell, State, check_positive
+from ..cells.base import CellFactory, RecurrentCell, State, check_positive, check_probability
 from ..cells.registry import get_cell
 
 
@@ -101,8 +101,7 @@ class Recurrent(nn.Module):
                  batch_first: bool = False) -> None:
         super().__init__()
         check_positive(input_size=input_size, hidden_size=hidden_size, num_layers=num_layers)
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {dropout}.")
+        check_probability(dropout=dropout)
         factory = get_cell(cell) if isinstance(cell, str) else cell
         self.input_size = input_size
         self.hidden_size = hidden_size

@@ -20,7 +20,7 @@ from lightning.pytorch.utilities import rank_zero_info, rank_zero_warn
 from torch import Tensor, nn
 from torch.nn import functional as F
 
-from ..cells.base import State, check_positive
+from ..cells.base import State, check_positive, check_probability
 from ..data.language_model import check_vocabulary
 from ..data.text import Vocabulary, VocabularyMismatchError
 from ..nn.dropout import (LockedDropout, WeightDrop, activation_regularization, embedding_dropout,
@@ -59,7 +59,13 @@ class LanguageModel(RecurrentTask):
                  lr_scheduler: Optional[LRSchedulerCallable] = None, scheduler_monitor: str = "val/loss") -> None:
         super().__init__(cell, optimizer, lr_scheduler, scheduler_monitor)
         check_positive(vocab_size=vocab_size, embedding_size=embedding_size, hidden_size=hidden_size,
-                       num_layers=num_layers)
+                       num_layers=num_layers, nonmono=nonmono)
+        check_probability(dropout=dropout, dropout_h=dropout_h, dropout_i=dropout_i, dropout_e=dropout_e,
+                          weight_drop=weight_drop)
+        for name, value in (("alpha", alpha), ("beta", beta), ("aux_loss_weight", aux_loss_weight),
+                            ("deep_output_size", deep_output_size)):
+            if value < 0:
+                raise ValueError(f"{name} must be 0 or more, got {value}; use 0 to turn it off.")
         # Plain data only, so checkpoints load with torch.load(weights_only=True); the optimiser is rebuilt
         # from the config (or defaults to Adam) and its state comes from the checkpoint.
         self.save_hyperparameters(ignore=["optimizer", "lr_scheduler"])
