@@ -16,7 +16,6 @@ Shared policy (readers in :mod:`.semeval`, :mod:`.imdb`, :mod:`.sst`):
 * ``checkpoint_path`` (the CLI passes ``--ckpt_path``): the vocabulary and labels come from the
   checkpoint, so ``predict`` needs no training files.
 """
-
 from __future__ import annotations
 
 import warnings
@@ -58,7 +57,8 @@ class AspectSentimentDataModule(SentimentDataModule):
         predict_file: lines ``sentence<TAB>aspect term`` (``-``: stdin).
         seed: seeds the training order.
 
-    Batches: ``tokens`` (B, T), ``lengths`` (B,), ``aspect`` (B, A) the aspect term's token ids,
+    The vocabulary is fitted on every training-side sentence (with or without aspect terms, not the
+    held-out validation sentences). Batches: ``tokens`` (B, T), ``lengths`` (B,), ``aspect`` (B, A) the aspect term's token ids,
     ``aspect_lengths`` (B,), ``labels`` (B,) (not in predict), ``index`` (B,), ``epoch``, ``batch``.
     """
 
