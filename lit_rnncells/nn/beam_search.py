@@ -4,8 +4,8 @@ What fairseq and OpenNMT-py users rely on, all here:
 
 * the encoder runs once and its outputs are expanded over the beam (``reorder_encoder``);
 * decoder states are reordered by beam index every step (``reorder_decoder_state``);
-* only beam 0 is live at the first step (the others start at −inf), so the first step does not
-  fill the beam with copies of one hypothesis;
+* only beam 0 is live at the first step (it runs on one row per sentence and is expanded after),
+  so the beam is never filled with copies of one hypothesis;
 * 2 × beam candidates are taken per sentence: end-of-sequence candidates ranked within the
   first ``beam`` are finalised, and the best ``beam`` others continue, so an EOS never shrinks the
   beam (Wu et al. 2016 / fairseq's ``SequenceGenerator``);
@@ -155,9 +155,9 @@ def _mask_log_probs(lp: Tensor, history: Tensor, step: int, max_len: Tensor, cfg
         counts.scatter_add_(1, windows[:, :, -1], match.long())
         counts[:, cfg.eos_id] = 0
         lp.masked_fill_(counts > 0, float("-inf"))
-    stuck = torch.isneginf(lp).all(-1)
-    at_max = step >= max_len
-    force = stuck | at_max
+    force = step >= max_len
+    if n > 0 or lp.shape[-1] <= 4:  # only n-gram blocking can ban every token of a real vocabulary
+        force = force | torch.isneginf(lp).all(-1)
     if bool(force.any()):
         lp[force] = float("-inf")
         lp[force, cfg.eos_id] = eos_lp[force]
@@ -217,20 +217,23 @@ def greedy_search(model: Decodable, source: Tensor, source_lengths: Tensor, cfg:
 @torch.no_grad()
 def beam_search(model: Decodable, source: Tensor, source_lengths: Tensor, cfg: SearchConfig
                 ) -> List[List[Hypothesis]]:
-    """Batched beam search; returns, per sentence, its ``n_best`` hypotheses best first."""
+    """Batched beam search; returns, per sentence, its ``n_best`` hypotheses best first.
+
+    The first step runs on one row per sentence (only beam 0 is live: the other beams would be
+    copies at −inf); the encoder outputs and states are expanded over the beam after it."""
     batch, device, k = source.shape[0], source.device, cfg.beam_size
     enc = model.encode(source, source_lengths)
-    enc = model.reorder_encoder(enc, torch.arange(batch, device=device).repeat_interleave(k))
     state = model.initial_decoder_state(enc)
     src_len = source_lengths.tolist()
     max_len = max_lengths(source_lengths, cfg.max_length_a, cfg.max_length_b).to(device)
     active = torch.arange(batch, device=device)
     beams = torch.arange(k, device=device)
-    prev = torch.full((batch * k,), cfg.bos_id, dtype=torch.long, device=device)
-    history = torch.empty(batch, k, 0, dtype=torch.long, device=device)
-    tok_scores: Optional[Tensor] = None  # (n, k, step)
-    attn_hist: Optional[Tensor] = None  # (n, k, step, S)
-    cum: Optional[Tensor] = None  # (n, k): only beam 0 live at the first step
+    prev = torch.full((batch,), cfg.bos_id, dtype=torch.long, device=device)
+    live = 1  # rows per sentence: 1 at the first step, then k
+    history = torch.empty(batch, 1, 0, dtype=torch.long, device=device)
+    tok_scores: Optional[Tensor] = None  # (n, live, step)
+    attn_hist: Optional[Tensor] = None  # (n, live, step, S)
+    cum: Optional[Tensor] = None  # (n, live) cumulative log-probabilities
     finished: List[List[Hypothesis]] = [[] for _ in range(batch)]
     step = 0
     while active.numel():
@@ -238,20 +241,23 @@ def beam_search(model: Decodable, source: Tensor, source_lengths: Tensor, cfg: S
         lp, state, attn = model.decode_step(prev, state, enc)
         vocab = lp.shape[-1]
         if cum is None:
-            cum = torch.full((n, k), float("-inf"), dtype=lp.dtype, device=device)
-            cum[:, 0] = 0
-            tok_scores = lp.new_empty(n, k, 0)
-            attn_hist = attn.new_empty(n, k, 0, attn.shape[-1]) if cfg.return_attention else None
-        lp = _mask_log_probs(lp, history.view(n * k, step), step, max_len.repeat_interleave(k), cfg)
-        cand = (cum.unsqueeze(-1) + lp.view(n, k, vocab)).view(n, k * vocab)
-        width = min(2 * k, k * vocab)
+            cum = lp.new_zeros(n, 1)
+            tok_scores = lp.new_empty(n, 1, 0)
+            attn_hist = attn.new_empty(n, 1, 0, attn.shape[-1]) if cfg.return_attention else None
+        lp = _mask_log_probs(lp, history.view(n * live, step), step, max_len.repeat_interleave(live), cfg)
+        cand = (cum.unsqueeze(-1) + lp.view(n, live, vocab)).view(n, live * vocab)
+        width = min(2 * k, live * vocab)
         top, idx = cand.topk(width, dim=1)  # sorted best first
+        if width < k:  # a tiny vocabulary: pad with dead candidates so k rows continue
+            top = torch.cat([top, top.new_full((n, k - width), float("-inf"))], 1)
+            idx = torch.cat([idx, idx.new_zeros(n, k - width)], 1)
+            width = k
         top_beam, top_tok = idx // vocab, idx % vocab
-        top_lp = lp.view(n, k * vocab).gather(1, idx)
+        top_lp = lp.view(n, live * vocab).gather(1, idx)
         is_eos = top_tok == cfg.eos_id
         final = is_eos & torch.isfinite(top)
         final[:, k:] = False  # only EOS ranked within the first beam_size candidates finalise
-        attn_k = attn.view(n, k, -1)
+        attn_k = attn.view(n, live, -1)
         if bool(final.any()):
             for i, j in final.nonzero().tolist():
                 b, beam = int(active[i]), int(top_beam[i, j])
@@ -273,20 +279,23 @@ def beam_search(model: Decodable, source: Tensor, source_lengths: Tensor, cfg: S
         if m == 0:
             break
         new_beam = top_beam.gather(1, order)[keep]
-        row = (keep.unsqueeze(1) * k + new_beam).view(-1)  # rows of the old (n·k) layout
+        row = (keep.unsqueeze(1) * live + new_beam).view(-1)  # rows of the old (n·live) layout
         state = model.reorder_decoder_state(state, row)
-        if m < n:
+        if live == 1:
+            enc = model.reorder_encoder(enc, keep.repeat_interleave(k))
+        elif m < n:
             enc = model.reorder_encoder(enc, (keep.unsqueeze(1) * k + beams).view(-1))
-        history = torch.cat([history.view(n * k, step)[row], new_tok[keep].view(-1, 1)], 1).view(m, k, step + 1)
-        tok_scores = torch.cat([tok_scores.view(n * k, step)[row],
+        history = torch.cat([history.view(n * live, step)[row], new_tok[keep].view(-1, 1)], 1).view(m, k, step + 1)
+        tok_scores = torch.cat([tok_scores.view(n * live, step)[row],
                                 top_lp.gather(1, order)[keep].view(-1, 1)], 1).view(m, k, step + 1)
         if attn_hist is not None:
             s = attn_hist.shape[-1]
-            attn_hist = torch.cat([attn_hist.view(n * k, step, s)[row], attn[row].unsqueeze(1)], 1
+            attn_hist = torch.cat([attn_hist.view(n * live, step, s)[row], attn[row].unsqueeze(1)], 1
                                   ).view(m, k, step + 1, s)
         cum = new_cum[keep]
         prev = new_tok[keep].view(-1)
         active, max_len = active[keep], max_len[keep]
+        live = k
         step += 1
     results = []
     for hyps in finished:
