@@ -5,6 +5,7 @@ import importlib
 import inspect
 import os
 import sys
+from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 from lightning.pytorch import LightningDataModule, LightningModule, Trainer
@@ -18,6 +19,7 @@ from . import callbacks as _callbacks
 from .callbacks import FiniteGuard, InterruptCheckpoint, PredictionWriter, TrainingDiverged
 from .data.checkpoint_state import read_checkpoint
 from .errors import user_message
+from .quiet import quiet_known_noise
 from .tasks.base import RecurrentTask
 
 # Sizes that come from the data flow into the model when the model has a parameter of that name.
@@ -25,12 +27,47 @@ DATA_TO_MODEL_LINKS = ("vocab_size", "num_classes", "pad_id", "source_vocab_size
                        "bos_id", "eos_id")
 
 
+def unused_path(path: Path) -> Path:
+    """``path``, or ``stem-v1.suffix``, ``-v2``, ... if it exists (never overwrite an earlier run's file)."""
+    version = 0
+    candidate = path
+    while candidate.exists():
+        version += 1
+        candidate = path.with_name(f"{path.stem}-v{version}{path.suffix}")
+    return candidate
+
+
+def run_directory(trainer: Trainer) -> Path:
+    """The folder of this run: where its checkpoints go (``<logger dir>/<version>/checkpoints``) or, without
+    checkpointing, the logger's folder or ``default_root_dir``."""
+    checkpoint = trainer.checkpoint_callback
+    if checkpoint is not None and getattr(checkpoint, "dirpath", None):
+        return Path(checkpoint.dirpath)
+    return Path(trainer.log_dir or trainer.default_root_dir)
+
+
 class LoggerConfigCallback(SaveConfigCallback):
-    """Saves the full config beside the run and into the logger (W&B run config)."""
+    """Saves the full config of a fit into that run's own folder, beside its checkpoints (``config.yaml``, or
+    ``config-v1.yaml`` when a resumed run shares the folder: nothing of an earlier run is overwritten), and
+    into the logger (the W&B run config). ``test`` / ``validate`` / ``predict`` write no files."""
+
+    saved_to: Optional[Path] = None
+
+    def setup(self, trainer: Trainer, pl_module: LightningModule, stage: str) -> None:
+        if stage == "fit" and trainer.is_global_zero:
+            self.save_config(trainer, pl_module, stage)
 
     def save_config(self, trainer: Trainer, pl_module: LightningModule, stage: str) -> None:
         for logger in trainer.loggers:
             logger.log_hyperparams({"config": self.parser.dump(self.config, skip_none=False, format="json")})
+
+    def on_fit_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
+        """Checkpoint folders are resolved by now (ModelCheckpoint.setup ran)."""
+        if trainer.is_global_zero and self.saved_to is None:
+            folder = run_directory(trainer)
+            folder.mkdir(parents=True, exist_ok=True)
+            self.saved_to = unused_path(folder / self.config_filename)
+            self.parser.save(self.config, str(self.saved_to), skip_none=False, multifile=False)
 
 
 class LitRNNCellsCLI(LightningCLI):
@@ -74,6 +111,11 @@ class LitRNNCellsCLI(LightningCLI):
         config = self.config.get(self.subcommand, {}) if self.subcommand else self.config
         ckpt_path = config.get("ckpt_path")
         data = config.get("data")
+        trainer = config.get("trainer")
+        logger = trainer.get("logger") if trainer is not None else None
+        if self.subcommand in ("test", "validate", "predict") and getattr(logger, "get", None) is not None \
+                and logger.get("class_path") == DEFAULT_LOGGER:
+            trainer["logger"] = False  # evaluating a checkpoint opens no new W&B run (pass a logger to log one)
         if self.subcommand == "predict" and not ckpt_path and not config.get("untrained"):
             raise ValueError("predict needs a trained model: pass --ckpt_path <checkpoint.ckpt> (fit prints where it "
                              "saved its checkpoints), or --untrained true to predict with random weights.")
@@ -94,6 +136,34 @@ class LitRNNCellsCLI(LightningCLI):
     def after_fit(self) -> None:
         if self.config.get(self.subcommand, {}).get("test_after_fit"):
             self.trainer.test(self.model, datamodule=self.datamodule)
+        if self.trainer.is_global_zero:
+            print(fit_summary(self.trainer, self.save_config_callback_instance()), flush=True)
+
+    def save_config_callback_instance(self) -> Optional[LoggerConfigCallback]:
+        return next((c for c in self.trainer.callbacks if isinstance(c, LoggerConfigCallback)), None)
+
+
+def fit_summary(trainer: Trainer, config_callback: Optional[LoggerConfigCallback]) -> str:
+    """Where the run, its config and its checkpoints are, and the commands that test or resume from them."""
+    config = config_callback.saved_to if config_callback is not None else None
+    checkpoint = trainer.checkpoint_callback
+    best = getattr(checkpoint, "best_model_path", "") or ""
+    last = getattr(checkpoint, "last_model_path", "") or best
+    score = getattr(checkpoint, "best_model_score", None)
+    monitor = getattr(checkpoint, "monitor", None)
+    lines = ["", f"Run folder: {run_directory(trainer)}"]
+    if config is not None:
+        lines.append(f"  config:          {config}")
+    if best:
+        shown = f" ({monitor} {float(score):.4f})" if monitor and score is not None else ""
+        lines.append(f"  best checkpoint: {best}{shown}")
+    if last and last != best:
+        lines.append(f"  last checkpoint: {last}")
+    if config is not None and best:
+        lines.append(f"Test it:   python -m lit_rnncells test --config {config} --ckpt_path {best}")
+    if config is not None and last:
+        lines.append(f"Resume it: python -m lit_rnncells fit --config {config} --ckpt_path {last}")
+    return "\n".join(lines)
 
 
 TASK_KEY = "lit_rnncells_task"
@@ -153,8 +223,11 @@ def _init_parameters(class_path: Optional[str]) -> List[str]:
     return list(inspect.signature(cls.__init__).parameters)
 
 
+DEFAULT_LOGGER = "lit_rnncells.loggers.DefaultWandbLogger"
+
+
 def default_trainer() -> dict:
-    return {"logger": {"class_path": "lit_rnncells.loggers.DefaultWandbLogger"}}
+    return {"logger": {"class_path": DEFAULT_LOGGER}}
 
 
 TRACEBACK_ENV = "LIT_RNNCELLS_TRACEBACK"
@@ -163,6 +236,7 @@ TRACEBACK_ENV = "LIT_RNNCELLS_TRACEBACK"
 def main(args: Optional[List[str]] = None, run: bool = True,
          parser_kwargs: Optional[Dict[str, Any]] = None) -> LitRNNCellsCLI:
     """Build (and by default run) the command line; errors propagate as exceptions (the library API)."""
+    quiet_known_noise()
     return LitRNNCellsCLI(
         RecurrentTask,
         LightningDataModule,
@@ -170,7 +244,7 @@ def main(args: Optional[List[str]] = None, run: bool = True,
         subclass_mode_data=True,
         auto_configure_optimizers=False,
         save_config_callback=LoggerConfigCallback,
-        save_config_kwargs={"overwrite": True, "save_to_log_dir": True},
+        save_config_kwargs={"overwrite": True, "save_to_log_dir": False},
         trainer_defaults=default_trainer(),
         args=args,
         run=run,

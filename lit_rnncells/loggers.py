@@ -41,3 +41,5 @@ class DefaultWandbLogger(WandbLogger):
             offline = mode in ("offline", "dryrun") or not wandb_configured()
         Path(save_dir).mkdir(parents=True, exist_ok=True)
         super().__init__(project=project, save_dir=save_dir, offline=offline, log_model=log_model, **kwargs)
+        if kwargs.get("anonymous") is None:
+            self._wandb_init.pop("anonymous", None)  # W&B warns about the setting whenever it is passed

@@ -206,3 +206,19 @@ def test_an_empty_data_folder_is_named_at_once(tmp_path, capsys, monkeypatch):
     line = error_line(capsys.readouterr().err)
     assert f"Corpus folder '{tmp_path / 'ptb'}' does not exist" in line and "ptb.char.train.txt" in line
     assert time.time() - start < 20  # no hub round trip
+
+
+def test_fit_saves_its_config_in_its_own_folder_and_prints_where_and_how_to_resume(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    args = ["fit", *_logic(tmp_path)]
+    args[args.index("--trainer.logger") + 1] = "lightning.pytorch.loggers.CSVLogger"
+    args += ["--trainer.logger.save_dir", str(tmp_path / "logs")]
+    assert run(args) == 0
+    out = capsys.readouterr().out
+    assert run(args) == 0
+    configs = sorted(tmp_path.rglob("config.yaml"))
+    assert len(configs) == 2 and configs[0].parent != configs[1].parent  # one per run, neither overwritten
+    assert "version_0/checkpoints/config.yaml" in out and "best checkpoint:" in out
+    resume = next(line for line in out.splitlines() if line.startswith("Resume it: "))
+    assert "--ckpt_path" in resume and not (tmp_path / "config.yaml").exists()
+    assert run(resume.split()[5:]) == 0  # the printed command runs as printed

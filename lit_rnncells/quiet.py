@@ -1,0 +1,38 @@
+"""Silencing the messages every run printed that say nothing about the run (issue: users learn to ignore
+output, then miss what matters). Only exact, known messages are dropped; everything else still shows."""
+from __future__ import annotations
+
+import logging
+import warnings
+
+# (logger name, message prefix) of Lightning info lines that advertise products or restate a default.
+_LOG_NOISE = (
+    ("lightning.pytorch.utilities.rank_zero", "💡 Tip:"),
+    ("lightning.pytorch.trainer.connectors.checkpoint_connector", "`weights_only` was not set"),
+)
+# Warnings whose cause is not ours to fix, or that do not apply to how we load data.
+_WARNING_NOISE = (
+    r"`isinstance\(treespec, LeafSpec\)` is deprecated",  # Lightning calling a torch API torch deprecated
+    r"Your `IterableDataset` has `__len__` defined",  # ours run in the main process: the length is exact
+    r"The dirpath has changed from",  # testing a checkpoint from another run's folder is what `test` is for
+    r"\s*Unable to serialize instance",  # jsonargparse, when it reports a config value we then reject
+)
+
+
+class _DropPrefixes(logging.Filter):
+    def __init__(self, prefixes: tuple) -> None:
+        super().__init__()
+        self.prefixes = prefixes
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith(self.prefixes)
+
+
+def quiet_known_noise() -> None:
+    """Install the filters (idempotent)."""
+    for name, prefix in _LOG_NOISE:
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _DropPrefixes) and prefix in f.prefixes for f in logger.filters):
+            logger.addFilter(_DropPrefixes((prefix,)))
+    for pattern in _WARNING_NOISE:
+        warnings.filterwarnings("ignore", message=pattern)
