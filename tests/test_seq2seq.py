@@ -244,3 +244,60 @@ def test_bad_arguments_fail_at_construction() -> None:
     batch = pairs([5, 3], [4, 2])
     with pytest.raises(ValueError, match="accepts at most max_source_length=4"):
         make(max_source_length=4).encode(batch["source"], batch["source_lengths"])
+
+
+DDP_SCRIPT = r'''
+import json, sys, torch
+sys.path.insert(0, {repo!r})
+from torch.utils.data import DataLoader
+from lightning.pytorch import Trainer
+from tests.test_seq2seq import TinyData, make
+
+
+class RankData(TinyData):
+    """Each rank validates on its own share of the batches (as BucketedBatches does)."""
+
+    def val_dataloader(self):
+        rank, world = self.trainer.global_rank, self.trainer.world_size
+        batches = list(super().val_dataloader())
+        return DataLoader(batches[rank::world], batch_size=None)
+
+
+if __name__ == "__main__":
+    model = make(dtype=torch.float32, cell="LSTM", eval_metrics=["sacrebleu", "tok_bleu", "rouge"])
+    trainer = Trainer(max_epochs=1, logger=False, enable_progress_bar=False, enable_model_summary=False,
+                      enable_checkpointing=False, strategy="ddp", accelerator="cpu", devices=2,
+                      num_sanity_val_steps=0, use_distributed_sampler=False)
+    trainer.fit(model, datamodule=RankData())
+    if trainer.global_rank == 0:
+        torch.save(model.state_dict(), {weights!r})
+        json.dump({{k: float(v) for k, v in trainer.callback_metrics.items() if k.startswith("val/")}},
+                  open({metrics!r}, "w"))
+'''
+
+
+@pytest.mark.slow
+def test_ddp_gathers_hypotheses_before_scoring(tmp_path) -> None:
+    """Under 2-process DDP each rank decodes half of the validation set; the corpus scores equal a
+    1-process validation of the same weights on all of it (not a mean of per-rank scores)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = str(Path(__file__).resolve().parents[1])
+    weights, metrics_file = tmp_path / "w.pt", tmp_path / "m.json"
+    script = tmp_path / "ddp_fit.py"
+    script.write_text(DDP_SCRIPT.format(repo=repo, weights=str(weights), metrics=str(metrics_file)))
+    env = {**os.environ, "WANDB_MODE": "disabled", "PYTHONPATH": repo, "OMP_NUM_THREADS": "1"}
+    run = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True,
+                         timeout=180)
+    assert run.returncode == 0, run.stderr[-3000:]
+    ddp = json.loads(metrics_file.read_text())
+    model = make(dtype=torch.float32, cell="LSTM", eval_metrics=["sacrebleu", "tok_bleu", "rouge"])
+    model.load_state_dict(torch.load(weights, weights_only=True))
+    single = Trainer(logger=False, enable_progress_bar=False, enable_model_summary=False, accelerator="cpu",
+                     devices=1).validate(model, datamodule=TinyData(), verbose=False)[0]
+    assert set(ddp) == set(single)
+    for name in single:
+        assert ddp[name] == pytest.approx(single[name], rel=1e-5, abs=1e-6), name

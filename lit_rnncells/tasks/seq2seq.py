@@ -393,11 +393,12 @@ class Seq2Seq(RecurrentTask):
         if self._trainer is not None and self.trainer.world_size > 1:
             sums = self.trainer.strategy.reduce(sums, reduce_op="sum")
         mean = (sums[0] / sums[1].clamp_min(1)).float()
-        self.log(f"{stage}/loss", mean, prog_bar=True)
-        self.log(f"{stage}/ppl", torch.exp(mean.clamp(max=50)))
+        # every rank holds the same values now: sync_dist only averages identical numbers
+        self.log(f"{stage}/loss", mean, prog_bar=True, sync_dist=True)
+        self.log(f"{stage}/ppl", torch.exp(mean.clamp(max=50)), sync_dist=True)
         scores = self.score_records(self._gather_records())
         for name, value in scores.items():
-            self.log(f"{stage}/{name}", value, prog_bar=name in ("sacrebleu", "rouge1"))
+            self.log(f"{stage}/{name}", value, prog_bar=name in ("sacrebleu", "rouge1"), sync_dist=True)
         return scores
 
     def score_records(self, records: List[Tuple[int, str, str, str, str]]) -> Dict[str, float]:
