@@ -78,9 +78,13 @@ def test_a_beam_as_wide_as_all_hypotheses_finds_the_exhaustive_best(penalty: str
     assert [h.score for h in hyps] == pytest.approx([s for s, _ in enumerated], abs=1e-9)
 
 
+MCRNN = {"class_path": "lit_rnncells.cells.MultiChannel", "init_args": {"block_size": 3, "cell": "LSTM"}}
+
+
+@pytest.mark.parametrize("cell", ["LSTM", MCRNN], ids=["LSTM", "MC-RNN"])
 @pytest.mark.parametrize("beam", [1, 5])
-def test_a_sentence_decodes_the_same_alone_and_in_any_batch(beam: int) -> None:
-    model = tiny_model(cell="LSTM")
+def test_a_sentence_decodes_the_same_alone_and_in_any_batch(beam: int, cell: Any) -> None:
+    model = tiny_model(cell=cell, num_layers=2)
     src, lengths = batch([9, 3, 6, 4, 7], seed=3)
     cfg = SearchConfig(beam_size=beam, n_best=beam, max_length_b=7)
     together = search(model, src, lengths, cfg)

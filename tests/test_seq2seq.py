@@ -16,6 +16,7 @@ from lit_rnncells.tasks import Seq2Seq
 PAD, UNK, BOS, EOS = 0, 1, 2, 3
 MCRNN_LSTM = {"class_path": "lit_rnncells.cells.MultiChannel", "init_args": {"block_size": 3, "cell": "LSTM"}}
 CELLS = [dict(cell="GRU"), dict(cell="LSTM"), dict(cell=MCRNN_LSTM), dict(cell="CARU"),
+         dict(cell="GRU", attention="dot", encoder_hidden_size=4), dict(cell="MGU", attention="general"),
          dict(encoder_cell="GRU", decoder_cell="LSTM"), dict(encoder_cell=MCRNN_LSTM, decoder_cell="MGU")]
 
 
@@ -227,7 +228,7 @@ def test_bad_arguments_fail_at_construction() -> None:
         make(label_smoothing=-0.1)
     with pytest.raises(ValueError, match="Unknown attention"):
         make(attention="bilinear")
-    with pytest.raises(ValueError, match="dot attention needs"):
+    with pytest.raises(ValueError, match="dot attention needs hidden_size"):
         make(attention="dot")
     with pytest.raises(ValueError, match="Unknown eval_metrics"):
         make(eval_metrics=["bleu"])

@@ -72,10 +72,11 @@ class Seq2Seq(RecurrentTask):
     Args:
         cell: default cell of both sides; ``encoder_cell`` / ``decoder_cell`` override it per side.
         source_vocab_size, target_vocab_size, pad_id, bos_id, eos_id: linked from the data; ``unk_id``.
-        embedding_size: both embeddings. hidden_size: encoder (per direction) and decoder size.
+        embedding_size: both embeddings. hidden_size: decoder size, and the encoder's per direction unless
+            ``encoder_hidden_size`` is given (the encoder outputs, attention keys, are 2 × that).
         num_layers: both sides; ``encoder_layers`` / ``decoder_layers`` override it.
-        attention: ``additive`` (default), ``dot`` (needs hidden_size equal to 2 × hidden_size of the
-            encoder, so in practice use ``general``) or ``general``; attention_size: additive score width.
+        attention: ``additive`` (default), ``dot`` (needs ``hidden_size == 2 * encoder_hidden_size``) or
+            ``general``; attention_size: additive score width.
         output_size: size of the attentional vector (default hidden_size); must equal embedding_size
             with ``tie_embeddings``.
         bridge: initialise the decoder from the encoder's final states (else zero states).
@@ -94,7 +95,8 @@ class Seq2Seq(RecurrentTask):
     def __init__(self, cell: CellSpec = "GRU", encoder_cell: Optional[CellSpec] = None,
                  decoder_cell: Optional[CellSpec] = None, source_vocab_size: int = 100,
                  target_vocab_size: int = 100, pad_id: int = 0, unk_id: int = 1, bos_id: int = 2, eos_id: int = 3,
-                 embedding_size: int = 256, hidden_size: int = 512, num_layers: int = 1,
+                 embedding_size: int = 256, hidden_size: int = 512, encoder_hidden_size: Optional[int] = None,
+                 num_layers: int = 1,
                  encoder_layers: Optional[int] = None, decoder_layers: Optional[int] = None,
                  attention: str = "additive", attention_size: Optional[int] = None,
                  output_size: Optional[int] = None, bridge: bool = True, dropout: float = 0.3,
@@ -110,8 +112,10 @@ class Seq2Seq(RecurrentTask):
         decoder_layers = num_layers if decoder_layers is None else decoder_layers
         output_size = hidden_size if output_size is None else output_size
         attention_size = hidden_size if attention_size is None else attention_size
+        encoder_hidden_size = hidden_size if encoder_hidden_size is None else encoder_hidden_size
         check_positive(source_vocab_size=source_vocab_size, target_vocab_size=target_vocab_size,
-                       embedding_size=embedding_size, hidden_size=hidden_size, encoder_layers=encoder_layers,
+                       embedding_size=embedding_size, hidden_size=hidden_size,
+                       encoder_hidden_size=encoder_hidden_size, encoder_layers=encoder_layers,
                        decoder_layers=decoder_layers, output_size=output_size, attention_size=attention_size)
         if max_source_length is not None:
             check_positive(max_source_length=max_source_length)
@@ -127,6 +131,10 @@ class Seq2Seq(RecurrentTask):
             raise ValueError(f"The special ids must differ, got {specials}; use pad 0, unk 1, bos 2, eos 3.")
         if attention not in ATTENTION_KINDS:
             raise ValueError(f"Unknown attention {attention!r}; use one of {', '.join(ATTENTION_KINDS)}.")
+        if attention == "dot" and hidden_size != 2 * encoder_hidden_size:
+            raise ValueError(f"dot attention needs hidden_size ({hidden_size}) = 2 * encoder_hidden_size "
+                             f"({encoder_hidden_size}), the size of the bidirectional encoder outputs; set "
+                             f"encoder_hidden_size to {hidden_size // 2} or use attention 'general' or 'additive'.")
         if tie_embeddings and output_size != embedding_size:
             raise ValueError(f"tie_embeddings needs output_size ({output_size}) to equal embedding_size "
                              f"({embedding_size}); set output_size to {embedding_size}.")
@@ -151,9 +159,9 @@ class Seq2Seq(RecurrentTask):
 
         self.source_embedding = nn.Embedding(source_vocab_size, embedding_size, padding_idx=pad_id)
         self.target_embedding = nn.Embedding(target_vocab_size, embedding_size, padding_idx=pad_id)
-        self.encoder = Recurrent(enc_factory, embedding_size, hidden_size, num_layers=encoder_layers,
+        self.encoder = Recurrent(enc_factory, embedding_size, encoder_hidden_size, num_layers=encoder_layers,
                                  bidirectional=True, dropout=dropout, batch_first=True)
-        memory_size = 2 * hidden_size
+        memory_size = 2 * encoder_hidden_size
         cells = []
         for layer in range(decoder_layers):
             built = dec_factory(embedding_size + output_size if layer == 0 else hidden_size, hidden_size)
