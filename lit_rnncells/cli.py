@@ -116,6 +116,10 @@ class LitRNNCellsCLI(LightningCLI):
         if self.subcommand in ("test", "validate", "predict") and getattr(logger, "get", None) is not None \
                 and logger.get("class_path") == DEFAULT_LOGGER:
             trainer["logger"] = False  # evaluating a checkpoint opens no new W&B run (pass a logger to log one)
+        if self.subcommand in ("test", "validate") and "verbose" in config:
+            config["verbose"] = False  # we print the metrics ourselves, rounded (after_test / after_validate)
+        if self.subcommand == "predict" and not config.get("predict_output") and trainer is not None:
+            trainer["enable_progress_bar"] = False  # predictions go to stdout: keep it clean for pipes
         if self.subcommand == "predict" and not ckpt_path and not config.get("untrained"):
             raise ValueError("predict needs a trained model: pass --ckpt_path <checkpoint.ckpt> (fit prints where it "
                              "saved its checkpoints), or --untrained true to predict with random weights.")
@@ -133,14 +137,32 @@ class LitRNNCellsCLI(LightningCLI):
             output = self.config.get("predict", {}).get("predict_output")
             self.trainer.callbacks.append(PredictionWriter(output))
 
+    def after_test(self) -> None:
+        self._print_metrics("test")
+
+    def after_validate(self) -> None:
+        self._print_metrics("val")
+
+    def _print_metrics(self, stage: str) -> None:
+        if self.trainer.is_global_zero:
+            print(metrics_table(self.trainer.callback_metrics, stage), flush=True)
+
     def after_fit(self) -> None:
         if self.config.get(self.subcommand, {}).get("test_after_fit"):
-            self.trainer.test(self.model, datamodule=self.datamodule)
+            self.trainer.test(self.model, datamodule=self.datamodule, verbose=False)
+            self._print_metrics("test")
         if self.trainer.is_global_zero:
             print(fit_summary(self.trainer, self.save_config_callback_instance()), flush=True)
 
     def save_config_callback_instance(self) -> Optional[LoggerConfigCallback]:
         return next((c for c in self.trainer.callbacks if isinstance(c, LoggerConfigCallback)), None)
+
+
+def metrics_table(metrics: Dict[str, Any], stage: str) -> str:
+    """``stage/...`` metrics, one per line, with 4 significant digits (not float32's 0.9800000190734863)."""
+    rows = {k: float(v) for k, v in sorted(metrics.items()) if k.startswith(f"{stage}/")}
+    width = max((len(k) for k in rows), default=0)
+    return "\n".join([""] + [f"{k:<{width}}  {v:.4g}" for k, v in rows.items()])
 
 
 def fit_summary(trainer: Trainer, config_callback: Optional[LoggerConfigCallback]) -> str:
