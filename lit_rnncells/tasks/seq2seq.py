@@ -312,10 +312,10 @@ class Seq2Seq(RecurrentTask):
         return select_batch(enc, index)
 
     # --- teacher forcing -------------------------------------------------------------------
-    def forward(self, source: Tensor, source_lengths: Tensor, target: Tensor, want_aux: bool = False
-                ) -> Tuple[Tensor, Tensor]:
-        """Logits ``(B, T−1, V)`` of ``target[:, 1:]`` given ``target[:, :-1]`` (teacher forcing) and the
-        auxiliary loss (mean over real source and target tokens, summed over encoder and decoder)."""
+    def features(self, source: Tensor, source_lengths: Tensor, target: Tensor, want_aux: bool = False
+                 ) -> Tuple[Tensor, Tensor]:
+        """Attentional vectors ``(B, T−1, A)`` predicting ``target[:, 1:]`` from ``target[:, :-1]`` (teacher
+        forcing), and the auxiliary loss (mean over real source and target tokens, encoder + decoder)."""
         enc, aux = self._encode(source, source_lengths, want_aux)
         state = self.initial_decoder_state(enc)
         inputs = target[:, :-1]
@@ -330,21 +330,27 @@ class Seq2Seq(RecurrentTask):
                 dec_aux = a if dec_aux is None else dec_aux + a
         if dec_aux is not None:
             aux = aux + dec_aux / real.sum().clamp_min(1).to(dec_aux.dtype)
-        return self.generator(torch.stack(outputs, 1)), aux
+        return torch.stack(outputs, 1), aux
 
-    def _nll_sums(self, logits: Tensor, gold: Tensor) -> Tuple[Tensor, Tensor]:
-        nll = F.cross_entropy(_upcast(logits).flatten(0, 1), gold.flatten(), ignore_index=self.pad_id,
-                              reduction="sum")
-        return nll, (gold != self.pad_id).sum()
+    def forward(self, source: Tensor, source_lengths: Tensor, target: Tensor, want_aux: bool = False
+                ) -> Tuple[Tensor, Tensor]:
+        """Logits ``(B, T−1, V)`` of ``target[:, 1:]`` (teacher forcing) and the auxiliary loss."""
+        feats, aux = self.features(source, source_lengths, target, want_aux)
+        return self.generator(feats), aux
+
+    def _real_logits(self, batch: Dict[str, Any], want_aux: bool = False) -> Tuple[Tensor, Tensor, Tensor]:
+        """Logits of the real (non-pad) target positions only, their gold ids, and the auxiliary loss:
+        the output layer, the costliest map, never runs on padding."""
+        target = batch["target"]
+        feats, aux = self.features(batch["source"], batch["source_lengths"], target, want_aux)
+        gold = target[:, 1:]
+        real = gold != self.pad_id
+        return _upcast(self.generator(feats[real])), gold[real], aux
 
     def training_step(self, batch: Dict[str, Any], batch_idx: int) -> Tensor:
-        target = batch["target"]
-        logits, aux = self(batch["source"], batch["source_lengths"], target, want_aux=self.has_aux_loss)
-        gold = target[:, 1:]
-        tokens = (gold != self.pad_id).sum().clamp_min(1)
-        loss = F.cross_entropy(_upcast(logits).flatten(0, 1), gold.flatten(), ignore_index=self.pad_id,
-                               label_smoothing=self.hparams.label_smoothing, reduction="sum") / tokens
-        n = int(tokens)
+        logits, gold, aux = self._real_logits(batch, want_aux=self.has_aux_loss)
+        n = max(int(gold.numel()), 1)
+        loss = F.cross_entropy(logits, gold, label_smoothing=self.hparams.label_smoothing, reduction="sum") / n
         self.log("train/loss", loss, batch_size=n, prog_bar=True, on_step=True, on_epoch=True)
         if self.has_aux_loss:
             self.log_aux_loss("train", aux, self.aux_loss_name, n)
@@ -372,10 +378,9 @@ class Seq2Seq(RecurrentTask):
         return corpus, tok.detokenize(corpus)
 
     def _eval_step(self, batch: Dict[str, Any], cfg: SearchConfig) -> None:
-        target = batch["target"]
-        logits, _ = self(batch["source"], batch["source_lengths"], target)
-        nll, tokens = self._nll_sums(logits, target[:, 1:])
-        sums = torch.stack([nll.double(), tokens.double()])
+        logits, gold, _ = self._real_logits(batch)
+        nll = F.cross_entropy(logits, gold, reduction="sum").double()
+        sums = torch.stack([nll, torch.full_like(nll, gold.numel())])
         self._eval_sums = sums if self._eval_sums is None else self._eval_sums + sums
         if self.hparams.eval_metrics and "references" in batch:
             hyps = search(self, batch["source"], batch["source_lengths"], cfg)
