@@ -192,3 +192,30 @@ def test_ddp_two_cpu_processes_with_bf16(tmp_path, absa_config):
                      "--trainer.limit_test_batches", "2")
     assert result.returncode == 0, result.stderr[-3000:]
     assert "test/acc" in result.stdout and "test/f1" in result.stdout
+
+
+def run_script(tmp_path: Path, cache: str, *args: str) -> str:
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}", "WANDB_MODE": "disabled",
+           "LIT_RNNCELLS_CACHE": cache}
+    result = subprocess.run([sys.executable, *args], cwd=tmp_path, env=env, capture_output=True, text=True,
+                            timeout=900)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result.stdout
+
+
+@pytest.mark.slow
+def test_bench_imdb_runs_reference_and_ours_side_by_side(tmp_path, cache, data_dir):
+    out = run_script(tmp_path, cache, str(ROOT / "scripts" / "bench_imdb.py"), "--limit", "200", "--epochs", "1",
+                     "--cells", "GRU", "CARU")
+    assert "ANCHOR imdb_gru epochs=1" in out
+    assert "| reference nn.GRU (imdb_gru.py) |" in out and "| ours DocumentClassifier CARU |" in out
+    assert "2 threads for both; allocator: malloc keeps freed memory for both" in out
+    assert "Bar 1 (our GRU within 1 point" in out and "Bar 2 (tokens/s ratio >= 0.9)" in out
+
+
+@pytest.mark.slow
+def test_bench_absa_tiny_prints_both_models_and_the_ordering(tmp_path, cache, data_dir):
+    out = run_script(tmp_path, cache, str(ROOT / "scripts" / "bench_absa.py"), "--seeds", "2", "--epochs", "1",
+                     "--limit-batches", "2", "--hidden", "8", "--embedding", "8", "--out", str(tmp_path / "runs"))
+    assert "| GRU+DT | 1, 2 |" in out and "| capMZU+DT | 1, 2 |" in out and "test/f1 (%)" in out
+    assert "Paper's ordering (capMZU+DT > GRU+DT)" in out
