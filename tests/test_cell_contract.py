@@ -115,3 +115,20 @@ def test_bf16_autocast_forward_is_finite(case):
     assert torch.isfinite(out.float()).all()
     loss.backward()
     assert all(torch.isfinite(p.grad).all() for p in layer.parameters() if p.grad is not None)
+
+
+@pytest.mark.parametrize("case", IDS)
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("padded", [False, True])
+def test_mixed_precision_keeps_the_state_in_float32_and_close_to_full_precision(case, dtype, padded):
+    """The state precision logic of ``16-mixed`` (a GPU path) and ``bf16-mixed``, checked with CPU autocast:
+    matmuls run in half precision, every state leaf stays float32, outputs stay near the float32 run."""
+    layer = make_layer(case, num_layers=2)
+    x = torch.randn(3, 12, INPUT)
+    lengths = torch.tensor([12, 7, 4]) if padded else None
+    full, _ = layer(x, lengths=lengths)
+    with torch.autocast("cpu", dtype=dtype):
+        out, state = layer(x, lengths=lengths)
+    assert all(leaf.dtype == torch.float32 for leaf in leaves(state) if leaf.is_floating_point())
+    assert torch.isfinite(out.float()).all()
+    torch.testing.assert_close(out.float(), full, atol=0.05, rtol=0.05)

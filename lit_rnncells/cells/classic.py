@@ -6,7 +6,7 @@ copy across one to one.
 """
 from __future__ import annotations
 
-from typing import Tuple
+from typing import Optional, Tuple
 
 import torch
 from torch import Tensor
@@ -81,11 +81,15 @@ class LSTM(AffineCell):
     def output(self, state: Tuple[Tensor, Tensor]) -> Tensor:
         return state[0]
 
-    def fused_sequence(self, x: Tensor, state: Tuple[Tensor, Tensor]) -> Tuple[Tensor, Tuple[Tensor, Tensor]]:
+    def fused_sequence(self, x: Tensor, state: Tuple[Tensor, Tensor]
+                       ) -> Optional[Tuple[Tensor, Tuple[Tensor, Tensor]]]:
         """The same equations through torch's fused LSTM kernel (oneDNN on CPU, cuDNN on GPU).
 
         Reads the weights at call time, so DropConnect's dropped copies are used.
         """
+        if x.device.type == "cpu" and torch.is_autocast_enabled("cpu") \
+                and torch.get_autocast_dtype("cpu") == torch.float16:
+            return None  # oneDNN has no float16 LSTM on CPU: the step loop runs instead
         h0, c0 = state
         out, h_n, c_n = torch.lstm(x, (h0.unsqueeze(0), c0.unsqueeze(0)),
                                    [self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh],

@@ -27,6 +27,10 @@ def _where_state(mask: Tensor, new: State, old: State) -> State:
     return map_state(pick, new, old)
 
 
+def _as_dtype_of(new: Tensor, old: Tensor) -> Tensor:
+    return new if new.dtype == old.dtype else new.to(old.dtype)
+
+
 def _reverse_index(lengths: Tensor, steps: int) -> Tensor:
     """(T, B) time index that reverses each sequence within its own length."""
     t = torch.arange(steps, device=lengths.device).unsqueeze(1)
@@ -49,10 +53,13 @@ def run_cell(cell: RecurrentCell, x: Tensor, state: State, mask: Optional[Tensor
     and the cell has one).
     """
     use_aux = want_aux and cell.has_aux_loss
+    # Under mixed precision the matmuls run in half precision, but the state stays in the precision it came
+    # in (float32): a half-precision state would lose the small updates of long sequences (fp16 has 10 bits).
+    keep_precision = torch.is_autocast_enabled(x.device.type)
     if mask is None and not use_aux and x.shape[0] > 0:
         fused = cell.fused_sequence(x, state)
         if fused is not None:
-            return fused[0], fused[1], None
+            return fused[0], map_state(_as_dtype_of, fused[1], state) if keep_precision else fused[1], None
     states: List[State] = []
     aux_total: Optional[Tensor] = None
     step_fn = cell.step_with_aux if use_aux else None
@@ -62,6 +69,8 @@ def run_cell(cell: RecurrentCell, x: Tensor, state: State, mask: Optional[Tensor
                 new_state, aux_t = step_fn(x_t, state)
             else:
                 new_state, aux_t = cell.step(x_t, state), None
+            if keep_precision:
+                new_state = map_state(_as_dtype_of, new_state, state)
             if mask is not None:
                 new_state = _where_state(mask[t], new_state, state)
                 if aux_t is not None:
