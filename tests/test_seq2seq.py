@@ -206,8 +206,15 @@ def test_fit_validate_test_predict_and_checkpoint(tmp_path) -> None:
     trainer.save_checkpoint(path)
     ckpt = torch.load(path, weights_only=True)
     json.dumps(dict(ckpt["hyper_parameters"]))
-    loaded = Seq2Seq.load_from_checkpoint(path, weights_only=True)
-    assert loaded.hparams.beam_size == 3 and torch.equal(loaded.generator.weight, model.generator.weight)
+    assert "beam_size" not in ckpt["hyper_parameters"]  # decoding options are set at test / predict time
+    loaded = Seq2Seq.load_from_checkpoint(path, weights_only=True, beam_size=4)
+    assert loaded.test_search.beam_size == 4 and torch.equal(loaded.generator.weight, model.generator.weight)
+    loaded.configure_decoding(n_best=3, length_penalty="none")
+    assert (loaded.test_search.n_best, loaded.test_search.length_penalty, loaded.val_search.beam_size) == (3, "none", 1)
+    with pytest.raises(ValueError, match="n_best=5 exceeds beam_size=4"):
+        loaded.configure_decoding(n_best=5)
+    with pytest.raises(ValueError, match="Unknown decoding options \\['beam'\\]"):
+        loaded.configure_decoding(beam=3)
 
 
 def test_scoring_dedupes_records_and_uses_the_right_text_forms() -> None:

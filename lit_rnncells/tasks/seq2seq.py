@@ -43,6 +43,10 @@ from ..nn.recurrent import Recurrent, map_state
 from .base import CellSpec, RecurrentTask, cell_config, resolve_cell
 
 EVAL_METRICS = ("sacrebleu", "tok_bleu", "rouge")
+DECODING_OPTIONS = ("beam_size", "val_beam_size", "n_best", "length_penalty", "length_penalty_alpha", "min_length",
+                    "max_length_a", "max_length_b", "no_repeat_ngram_size", "ban_unk", "eval_metrics")
+"""Inference settings, not part of the model: kept out of the checkpoint's hparams, so the config (or
+``--model.init_args.beam_size`` etc.) given to ``test`` / ``predict`` applies to a trained checkpoint."""
 DecoderState = Tuple[Tuple[State, ...], Tensor]
 """Per decoder layer its cell's state, and the previous attentional vector (input feeding)."""
 
@@ -84,6 +88,8 @@ class Seq2Seq(RecurrentTask):
         label_smoothing: ε of the training loss (validation loss and perplexity are plain NLL).
         aux_loss_weight: multiplies the cells' auxiliary losses.
         max_source_length: longest source (in subwords, EOS included) the model accepts; None = any.
+        The decoding options below (:data:`DECODING_OPTIONS`) are not saved as hyperparameters: set them
+        in the config of ``test`` / ``predict`` or with :meth:`configure_decoding`.
         beam_size, n_best: decoder of ``test`` / ``predict``; val_beam_size: of validation (1 = greedy).
         length_penalty (gnmt / average / none), length_penalty_alpha, min_length, max_length_a,
             max_length_b, no_repeat_ngram_size, ban_unk: see :mod:`lit_rnncells.nn.beam_search`.
@@ -138,24 +144,19 @@ class Seq2Seq(RecurrentTask):
         if tie_embeddings and output_size != embedding_size:
             raise ValueError(f"tie_embeddings needs output_size ({output_size}) to equal embedding_size "
                              f"({embedding_size}); set output_size to {embedding_size}.")
-        metrics = ["sacrebleu"] if eval_metrics is None else list(eval_metrics)
-        unknown = [m for m in metrics if m not in EVAL_METRICS]
-        if unknown:
-            raise ValueError(f"Unknown eval_metrics {unknown}; choose from {', '.join(EVAL_METRICS)}.")
-        self.val_search = self._search_config(val_beam_size, 1, length_penalty, length_penalty_alpha, min_length,
-                                              max_length_a, max_length_b, no_repeat_ngram_size, ban_unk,
-                                              pad_id, unk_id, bos_id, eos_id)
-        self.test_search = self._search_config(beam_size, n_best, length_penalty, length_penalty_alpha, min_length,
-                                               max_length_a, max_length_b, no_repeat_ngram_size, ban_unk,
-                                               pad_id, unk_id, bos_id, eos_id)
-        self.save_hyperparameters(ignore=["optimizer", "lr_scheduler"])
+        self.save_hyperparameters(ignore=["optimizer", "lr_scheduler", *DECODING_OPTIONS])
         self.hparams["cell"] = cell_config(cell)
         self.hparams["encoder_cell"] = None if encoder_cell is None else cell_config(encoder_cell)
         self.hparams["decoder_cell"] = None if decoder_cell is None else cell_config(decoder_cell)
-        self.hparams["eval_metrics"] = metrics
+        self.pad_id, self.unk_id, self.bos_id, self.eos_id = pad_id, unk_id, bos_id, eos_id
+        self.configure_decoding(beam_size=beam_size, val_beam_size=val_beam_size, n_best=n_best,
+                                length_penalty=length_penalty, length_penalty_alpha=length_penalty_alpha,
+                                min_length=min_length, max_length_a=max_length_a, max_length_b=max_length_b,
+                                no_repeat_ngram_size=no_repeat_ngram_size, ban_unk=ban_unk,
+                                eval_metrics=["sacrebleu"] if eval_metrics is None else eval_metrics)
         enc_factory = self.cell_factory if encoder_cell is None else resolve_cell(encoder_cell)
         dec_factory = self.cell_factory if decoder_cell is None else resolve_cell(decoder_cell)
-        self.pad_id, self.bos_id, self.eos_id, self.output_size = pad_id, bos_id, eos_id, output_size
+        self.output_size = output_size
 
         self.source_embedding = nn.Embedding(source_vocab_size, embedding_size, padding_idx=pad_id)
         self.target_embedding = nn.Embedding(target_vocab_size, embedding_size, padding_idx=pad_id)
@@ -189,12 +190,28 @@ class Seq2Seq(RecurrentTask):
         self._records: List[Tuple[int, str, str, str, str]] = []
         self._signature_logged = False
 
-    @staticmethod
-    def _search_config(beam: int, n_best: int, penalty: str, alpha: float, min_length: int, a: float, b: int,
-                       ngram: int, ban_unk: bool, pad: int, unk: int, bos: int, eos: int) -> SearchConfig:
-        return SearchConfig(beam_size=beam, n_best=n_best, length_penalty=penalty, alpha=alpha,
-                            min_length=min_length, max_length_a=a, max_length_b=b, no_repeat_ngram_size=ngram,
-                            ban_unk=ban_unk, pad_id=pad, unk_id=unk, bos_id=bos, eos_id=eos)
+    def configure_decoding(self, **options: Any) -> None:
+        """Set decoding / evaluation options (any of :data:`DECODING_OPTIONS`), e.g. after loading a checkpoint:
+        ``model.configure_decoding(beam_size=10, n_best=3)``. Checked here, one clear error each."""
+        unknown = sorted(set(options) - set(DECODING_OPTIONS))
+        if unknown:
+            raise ValueError(f"Unknown decoding options {unknown}; choose from {', '.join(DECODING_OPTIONS)}.")
+        current = dict(getattr(self, "decoding", {}))
+        current.update(options)
+        metrics = list(current["eval_metrics"])
+        bad = [m for m in metrics if m not in EVAL_METRICS]
+        if bad:
+            raise ValueError(f"Unknown eval_metrics {bad}; choose from {', '.join(EVAL_METRICS)}.")
+        shared = dict(length_penalty=current["length_penalty"], alpha=current["length_penalty_alpha"],
+                      min_length=current["min_length"], max_length_a=current["max_length_a"],
+                      max_length_b=current["max_length_b"], no_repeat_ngram_size=current["no_repeat_ngram_size"],
+                      ban_unk=current["ban_unk"], pad_id=self.pad_id, unk_id=self.unk_id, bos_id=self.bos_id,
+                      eos_id=self.eos_id)
+        val_search = SearchConfig(beam_size=current["val_beam_size"], n_best=1, **shared)
+        self.test_search = SearchConfig(beam_size=current["beam_size"], n_best=current["n_best"], **shared)
+        self.val_search = val_search
+        self.eval_metrics = metrics
+        self.decoding = {**current, "eval_metrics": metrics}
 
     @property
     def has_aux_loss(self) -> bool:
@@ -382,7 +399,7 @@ class Seq2Seq(RecurrentTask):
         nll = F.cross_entropy(logits, gold, reduction="sum").double()
         sums = torch.stack([nll, torch.full_like(nll, gold.numel())])
         self._eval_sums = sums if self._eval_sums is None else self._eval_sums + sums
-        if self.hparams.eval_metrics and "references" in batch:
+        if self.eval_metrics and "references" in batch:
             hyps = search(self, batch["source"], batch["source_lengths"], cfg)
             tok = self.target_tokenizer
             for index, nbest, ref in zip(batch["index"].tolist(), hyps, batch["references"]):
@@ -422,7 +439,7 @@ class Seq2Seq(RecurrentTask):
 
         _, hyp_corpus, hyp_text, ref_corpus, ref_text = map(list, zip(*records))
         scores: Dict[str, float] = {}
-        for name in self.hparams.eval_metrics:
+        for name in self.eval_metrics:
             if name == "sacrebleu":
                 scores["sacrebleu"], signature = metrics.sacrebleu_corpus(hyp_text, ref_text)
                 if not self._signature_logged and self.global_rank == 0:
