@@ -192,6 +192,8 @@ def test_ddp_two_cpu_processes_with_bf16(tmp_path, absa_config):
                      "--trainer.limit_test_batches", "2")
     assert result.returncode == 0, result.stderr[-3000:]
     assert "test/acc" in result.stdout and "test/f1" in result.stdout
+    log = result.stdout + result.stderr
+    assert "MEMBER: 2/2" in log and "bfloat16" in log  # really two processes, really bf16 autocast
 
 
 def run_script(tmp_path: Path, cache: str, *args: str) -> str:
