@@ -20,8 +20,10 @@ class CARU(AffineCell):
         h' = (1 − l) ⊙ h + l ⊙ n                        (4e)
 
     ``weight_ih`` stacks W_vn and W_vz, ``weight_hh`` stacks W_hn and W_hz.
-    x', σ(x') and the x-part of z depend on the input only, so
-    :meth:`project_input` computes them for all steps at once. Unlike the
+    x' and the x-part of z depend on the input only, so :meth:`project_input`
+    computes them for all steps at once; σ(x') is taken inside the step (an
+    element-wise op on a slice) rather than stored for all steps beside them,
+    which keeps a training step's memory near torch.nn.GRU's. Unlike the
     authors' code, whose first step (no state) returns tanh(x'), we start from
     a zero state like every other cell (with h = 0 the first step gives
     l ⊙ tanh(x' + b_hn)).
@@ -30,14 +32,13 @@ class CARU(AffineCell):
     gates = 2
 
     def project_input(self, x: Tensor) -> Tensor:
-        proj = F.linear(x, self.weight_ih, self.bias_ih)  # [x', W_vz v + b_vz]
-        feature = proj[..., : self.hidden_size]
-        return torch.cat([proj, torch.sigmoid(feature)], dim=-1)  # [x', W_vz v + b_vz, σ(x')]
+        return F.linear(x, self.weight_ih, self.bias_ih)  # [x', W_vz v + b_vz]
 
     def step(self, x_proj_t: Tensor, state: Tensor) -> Tensor:
         h = self.hidden_size
         gh = F.linear(state, self.weight_hh, self.bias_hh)
-        n = torch.tanh(gh[:, :h] + x_proj_t[:, :h])
-        z = torch.sigmoid(gh[:, h:] + x_proj_t[:, h: 2 * h])
-        gate = x_proj_t[:, 2 * h:] * z
+        feature = x_proj_t[:, :h]
+        n = torch.tanh(gh[:, :h] + feature)
+        z = torch.sigmoid(gh[:, h:] + x_proj_t[:, h:])
+        gate = torch.sigmoid(feature) * z
         return torch.addcmul(state, gate, n - state)
