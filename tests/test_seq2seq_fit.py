@@ -9,7 +9,7 @@ import subprocess
 import sys
 from functools import partial
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, List
 
 import pytest
 import torch

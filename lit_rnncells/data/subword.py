@@ -21,7 +21,7 @@ from __future__ import annotations
 import html
 import json
 from functools import cached_property
-from typing import Any, Iterable, List, Optional, Sequence
+from typing import Any, Iterable, List, Sequence
 
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
@@ -153,6 +153,3 @@ def check_tokenizer(saved: SubwordTokenizer, current: SubwordTokenizer, side: st
         "the same dataset, vocab_size and joint_vocabulary, or pass checkpoint_path so the data uses the "
         "checkpoint's tokenizers.")
 
-
-def maybe_tokenizer(text: Optional[str]) -> Optional[SubwordTokenizer]:
-    return None if text is None else SubwordTokenizer.from_json(text)

@@ -31,7 +31,6 @@ Policies:
 from __future__ import annotations
 
 import hashlib
-import logging
 import os
 import sys
 from pathlib import Path
@@ -48,8 +47,6 @@ from .batching import BucketedBatches, ResumableBatchesMixin, pad_batch
 from .checkpoint_state import datamodule_state
 from .subword import BOS_ID, EOS_ID, PAD_ID, SubwordTokenizer, check_tokenizer
 from .text import cached, default_cache_dir, file_fingerprint
-
-log = logging.getLogger(__name__)
 
 DatasetName = Literal["multi30k", "iwslt14", "gigaword", "parallel"]
 SPLITS = ("train", "valid", "test")

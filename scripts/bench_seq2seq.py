@@ -1,0 +1,240 @@
+"""Multi30k De->En side by side: the plain-PyTorch reference (../shared/anchors/seq2seq_multi30k.py) and our Seq2Seq.
+
+One run trains the reference (as a subprocess, its ``ANCHOR`` line read back), then our ``Seq2Seq`` with a GRU at
+the reference's settings: joint byte-level BPE of 8k symbols fitted on the training split (any pair may merge,
+as the reference's ``BpeTrainer`` defaults), embedding / hidden
+``--emb`` / ``--hid`` (default the anchor README's small setting 128 / 256), dropout 0.5, Adam 1e-3, gradient
+clip 1, batch 128, the same number of epochs, greedy decoding capped at 2 |src| + 10 like the reference. Both
+programs run with the same number of threads and the same glibc allocator setting
+(``lit_rnncells.benchmark.keep_freed_memory`` here, ``GLIBC_TUNABLES`` for the reference's process).
+
+Prints markdown tables:
+
+* quality and speed: test_2016_flickr sacreBLEU (ours greedy and beam 5, the reference's greedy), final
+  validation loss, training target tokens/s and our / reference ratio, with the bars (our greedy >= reference
+  greedy; our beam 5 >= our greedy; tokens/s ratio >= 0.9);
+* decoding speed of our trained model on the test set in sentences/s: batched greedy, batched beam 5 (bar:
+  beam 5 at most 2x greedy's time, 3x at worst), and greedy at batch size 1 on the first ``--single`` sentences;
+* with ``--cells GRU MGU CARU``: a fixed-epoch comparison at equal sizes (test BLEU greedy, parameters,
+  seconds per training epoch), CARU Table 2's claim being CARU >= GRU in BLEU with fewer parameters and
+  faster epochs.
+
+    python scripts/bench_seq2seq.py --epochs 1                          # the side-by-side
+    python scripts/bench_seq2seq.py --epochs 1 --cells GRU MGU CARU     # plus the cell comparison
+    python scripts/bench_seq2seq.py --limit 300 --epochs 1              # a quick check of the script
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from functools import partial
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+import torch
+from lightning.pytorch import Callback, Trainer, seed_everything
+
+from lit_rnncells.benchmark import SYSTEM_MALLOC_HELP, allocator_setting
+from lit_rnncells.data import TranslationDataModule
+from lit_rnncells.metrics import sacrebleu_corpus
+from lit_rnncells.nn.beam_search import search
+from lit_rnncells.tasks import Seq2Seq
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = Path(os.environ.get("LIT_RNNCELLS_DATA", ROOT.parent / "shared" / "data"))
+ANCHOR = ROOT.parent / "shared" / "anchors" / "seq2seq_multi30k.py"
+GLIBC_KEEP = "glibc.malloc.mmap_threshold=1073741824:glibc.malloc.trim_threshold=1073741824"
+ANCHOR_LINE = re.compile(r"^ANCHOR seq2seq_multi30k (.*)$", re.M)
+DECODE_LINE = re.compile(r"decode sent/s (\d+(?:\.\d+)?)")
+EPOCH_LINE = re.compile(r"^epoch \d+ .* sec (\d+(?:\.\d+)?) tok/s", re.M)
+
+
+class TrainTimer(Callback):
+    """Seconds of each training epoch (first batch fetch to the last optimiser step; validation excluded)
+    and the target tokens trained on (non-pad tokens after <bos>: y and <eos>, as the reference counts)."""
+
+    def __init__(self) -> None:
+        self.seconds: List[float] = []
+        self.tokens = 0
+        self._start = self._last = 0.0
+
+    def on_train_epoch_start(self, trainer: Trainer, pl_module: Any) -> None:
+        self._start = self._last = time.perf_counter()
+
+    def on_train_batch_end(self, trainer: Trainer, pl_module: Any, outputs: Any, batch: Any, batch_idx: int) -> None:
+        self._last = time.perf_counter()
+        self.tokens += int((batch["target"][:, 1:] != pl_module.pad_id).sum())
+
+    def on_train_epoch_end(self, trainer: Trainer, pl_module: Any) -> None:
+        self.seconds.append(self._last - self._start)
+
+
+def run_anchor(args: argparse.Namespace) -> Dict[str, Any]:
+    cmd = [sys.executable, str(ANCHOR), "--data", str(args.data) + "/", "--epochs", str(args.epochs),
+           "--threads", str(args.threads), "--seed", str(args.seed), "--emb", str(args.emb), "--hid", str(args.hid),
+           "--batch", "128", "--vocab", str(args.vocab), "--cap_min", "1e9"]
+    if args.limit:
+        cmd += ["--limit", str(args.limit)]
+    env = dict(os.environ)
+    if not args.system_malloc:
+        env["GLIBC_TUNABLES"] = GLIBC_KEEP
+    print("reference:", " ".join(cmd), flush=True)
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    sys.stdout.write(proc.stdout)
+    found = ANCHOR_LINE.search(proc.stdout)
+    if proc.returncode != 0 or not found:
+        raise SystemExit(f"The reference failed (exit code {proc.returncode}):\n{proc.stderr[-3000:]}")
+    fields = dict(kv.split("=", 1) for kv in found.group(1).split())
+    decode = DECODE_LINE.search(proc.stdout)
+    epochs = [float(m.group(1)) for m in EPOCH_LINE.finditer(proc.stdout)]
+    return {"name": "reference (seq2seq_multi30k.py, nn.GRU)", "bleu": float(fields["test_bleu"]), "beam": None,
+            "val_loss": float(fields["val_loss"]), "tok_s": float(fields["train_tok_s"]),
+            "sec_epoch": sum(epochs) / len(epochs) if epochs else float("nan"),
+            "decode_sent_s": float(decode.group(1)) if decode else float("nan")}
+
+
+def data_module(args: argparse.Namespace) -> TranslationDataModule:
+    return TranslationDataModule("multi30k", data_dir=str(args.data), source_language="de", target_language="en",
+                                 subword_vocab_size=args.vocab, joint_vocabulary=True, min_frequency=1,
+                                 batch_size=128,
+                                 eval_batch_size=128, limit=args.limit or None, seed=args.seed)
+
+
+def decode_all(model: Seq2Seq, dm: TranslationDataModule, beam: int, batch_size: int,
+               count: Optional[int] = None) -> Dict[str, Any]:
+    """Decode the test sources in input order; sentences/s and the detokenised outputs."""
+    test = dm.split("test")
+    sources = test["source"][:count] if count else test["source"]
+    cfg = replace(model.test_search, beam_size=beam, n_best=1, max_length_a=2.0, max_length_b=10)
+    outputs: List[str] = []
+    model.eval()
+    start = time.perf_counter()
+    with torch.no_grad():
+        for i in range(0, len(sources), batch_size):
+            chunk = [s + [dm.eos_id] for s in sources[i:i + batch_size]]
+            lengths = torch.tensor([len(s) for s in chunk])
+            padded = torch.full((len(chunk), int(lengths.max())), dm.pad_id, dtype=torch.long)
+            for row, s in enumerate(chunk):
+                padded[row, :len(s)] = torch.tensor(s)
+            for nbest in search(model, padded, lengths, cfg):
+                outputs.append(dm.target_tokenizer.detokenize(dm.target_tokenizer.decode(nbest[0].tokens)))
+    elapsed = time.perf_counter() - start
+    return {"texts": outputs, "sent_s": len(sources) / elapsed, "seconds": elapsed}
+
+
+def run_ours(cell: str, args: argparse.Namespace, dm: TranslationDataModule, beam: bool) -> Dict[str, Any]:
+    seed_everything(args.seed, verbose=False)
+    model = Seq2Seq(cell, source_vocab_size=dm.source_vocab_size, target_vocab_size=dm.target_vocab_size,
+                    pad_id=dm.pad_id, bos_id=dm.bos_id, eos_id=dm.eos_id, embedding_size=args.emb,
+                    hidden_size=args.hid, num_layers=1, dropout=0.5, eval_metrics=[],
+                    optimizer=partial(torch.optim.Adam, lr=1e-3))
+    timer = TrainTimer()
+    trainer = Trainer(max_epochs=args.epochs, accelerator="cpu", devices=1, gradient_clip_val=1.0, logger=False,
+                      enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
+                      num_sanity_val_steps=0, callbacks=[timer])
+    trainer.fit(model, datamodule=dm)
+    val_loss = float(trainer.callback_metrics["val/loss"])
+    refs = dm.split("test")["target_text"]
+    greedy = decode_all(model, dm, 1, 128)
+    row: Dict[str, Any] = {"name": f"ours Seq2Seq {cell}", "val_loss": val_loss,
+                           "bleu": sacrebleu_corpus(greedy["texts"], refs)[0],
+                           "tok_s": timer.tokens / sum(timer.seconds), "sec_epoch": sum(timer.seconds) / len(timer.seconds),
+                           "decode_sent_s": greedy["sent_s"], "greedy_s": greedy["seconds"],
+                           "params": sum(p.numel() for p in model.parameters()), "beam": None}
+    if beam:
+        beam5 = decode_all(model, dm, 5, 128)
+        single = decode_all(model, dm, 1, 1, count=args.single)
+        greedy_sub = decode_all(model, dm, 1, 128, count=args.single)
+        bleu, signature = sacrebleu_corpus(beam5["texts"], refs)
+        row.update(beam=bleu, beam_sent_s=beam5["sent_s"], beam_s=beam5["seconds"], single_sent_s=single["sent_s"],
+                   batched_sub_sent_s=greedy_sub["sent_s"], signature=signature,
+                   single_count=min(args.single, len(refs)))
+    beam_text = "" if row["beam"] is None else f" beam5 {row['beam']:.2f}"
+    print(f"ours {cell}: test BLEU greedy {row['bleu']:.2f}{beam_text} "
+          f"val_loss {val_loss:.4f} sec/epoch {row['sec_epoch']:.1f} tok/s {row['tok_s']:.0f} "
+          f"params {row['params']:,}", flush=True)
+    return row
+
+
+def main(argv: Optional[List[str]] = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--epochs", type=int, default=1)
+    ap.add_argument("--limit", type=int, default=0, help="only the first N pairs of every split (a quick check)")
+    ap.add_argument("--emb", type=int, default=128)
+    ap.add_argument("--hid", type=int, default=256)
+    ap.add_argument("--vocab", type=int, default=8000)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--single", type=int, default=200, help="sentences decoded one at a time for the batch-1 speed")
+    ap.add_argument("--cells", nargs="*", default=[], help="also compare these cells at equal sizes (e.g. GRU MGU CARU)")
+    ap.add_argument("--skip-reference", action="store_true", help="only our runs (no side-by-side bars)")
+    ap.add_argument("--data", type=Path, default=DATA / "multi30k")
+    ap.add_argument("--system-malloc", action="store_true", help=SYSTEM_MALLOC_HELP)
+    args = ap.parse_args(argv)
+    if not (args.data / "train.de").is_file():
+        raise SystemExit(f"{args.data} has no train.de; set LIT_RNNCELLS_DATA or pass --data <multi30k folder>.")
+    allocator = allocator_setting(args.system_malloc)
+    torch.set_num_threads(args.threads)
+    ref = None if args.skip_reference else run_anchor(args)
+    dm = data_module(args)
+    ours = run_ours("GRU", args, dm, beam=True)
+    scope = f"first {args.limit} pairs per split" if args.limit else "full splits"
+    print(f"\nMulti30k De->En, {args.epochs} epoch(s), {scope}; embedding {args.emb}, hidden {args.hid}, joint BPE "
+          f"{dm.target_vocab_size}, batch 128, dropout 0.5, Adam 1e-3, clip 1; {args.threads} threads for both; "
+          f"allocator: {allocator} for both"
+          f"{'' if args.system_malloc else ' (reference: GLIBC_TUNABLES=' + GLIBC_KEEP + ')'}; torch {torch.__version__}; "
+          f"sacreBLEU {ours['signature']}\n")
+    print("| program | test BLEU greedy | test BLEU beam 5 | val loss | s / epoch | train target tokens/s | "
+          "tokens/s vs reference |")
+    print("|---|---|---|---|---|---|---|")
+    for r in [x for x in (ref, ours) if x is not None]:
+        ratio = f"{r['tok_s'] / ref['tok_s']:.2f}" if ref else "-"
+        beam = "-" if r["beam"] is None else f"{r['beam']:.2f}"
+        print(f"| {r['name']} | {r['bleu']:.2f} | {beam} | {r['val_loss']:.4f} | {r['sec_epoch']:.1f} | "
+              f"{r['tok_s']:,.0f} | {ratio} |")
+    if ref:
+        ratio = ours["tok_s"] / ref["tok_s"]
+        print(f"\nBar 1 (our greedy BLEU >= the reference's): {ours['bleu']:.2f} vs {ref['bleu']:.2f} -> "
+              f"{'PASS' if ours['bleu'] >= ref['bleu'] else 'FAIL'}")
+        print(f"Bar 2 (tokens/s ratio >= 0.9): {ratio:.2f} -> {'PASS' if ratio >= 0.9 else 'FAIL'}")
+    print(f"Bar 3 (our beam 5 BLEU >= our greedy): {ours['beam']:.2f} vs {ours['bleu']:.2f} -> "
+          f"{'PASS' if ours['beam'] >= ours['bleu'] else 'FAIL'}")
+
+    slowdown = ours["beam_s"] / ours["greedy_s"]
+    print(f"\nDecoding speed of our trained GRU model on test_2016_flickr ({len(dm.split('test')['source'])} sentences)\n")
+    print("| decoder | batch | sentences/s |")
+    print("|---|---|---|")
+    print(f"| greedy | 128 | {ours['decode_sent_s']:.1f} |")
+    print(f"| beam 5 | 128 | {ours['beam_sent_s']:.1f} |")
+    print(f"| greedy (first {ours['single_count']}) | 128 | {ours['batched_sub_sent_s']:.1f} |")
+    print(f"| greedy (first {ours['single_count']}) | 1 | {ours['single_sent_s']:.1f} |")
+    if ref:
+        print(f"| reference greedy | 128 | {ref['decode_sent_s']:.1f} |")
+    print(f"\nBeam 5 takes {slowdown:.2f}x greedy's time (target <= 2x, bar 3x -> "
+          f"{'PASS' if slowdown <= 3 else 'FAIL'}); batched greedy is "
+          f"{ours['batched_sub_sent_s'] / ours['single_sent_s']:.1f}x batch-size-1 greedy.")
+
+    if args.cells:
+        rows = [ours if cell.upper() == "GRU" else run_ours(cell, args, dm, beam=False) for cell in args.cells]
+        print(f"\nCells at equal sizes (CARU Table 2 setting, our sizes above), {args.epochs} epoch(s)\n")
+        print("| cell | test BLEU greedy | val loss | parameters | s / epoch |")
+        print("|---|---|---|---|---|")
+        for cell, r in zip(args.cells, rows):
+            print(f"| {cell} | {r['bleu']:.2f} | {r['val_loss']:.4f} | {r['params']:,} | {r['sec_epoch']:.1f} |")
+        by = {c.upper(): r for c, r in zip(args.cells, rows)}
+        if "CARU" in by and "GRU" in by:
+            caru, gru = by["CARU"], by["GRU"]
+            holds = caru["bleu"] >= gru["bleu"] and caru["params"] < gru["params"] and caru["sec_epoch"] < gru["sec_epoch"]
+            print(f"\nCARU Table 2's claim (CARU >= GRU in BLEU, fewer parameters, faster epochs) "
+                  f"{'holds' if holds else 'does not hold'} in this run: BLEU {caru['bleu']:.2f} vs {gru['bleu']:.2f}, "
+                  f"parameters {caru['params']:,} vs {gru['params']:,}, s/epoch {caru['sec_epoch']:.1f} vs "
+                  f"{gru['sec_epoch']:.1f}.")
+
+
+if __name__ == "__main__":
+    main()
