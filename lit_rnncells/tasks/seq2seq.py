@@ -12,8 +12,10 @@ Translate"), the MC-RNN paper's Baseline-RNN (mc-rnn.md §4) and CARU's Multi30k
 * decoder: multi-layer, any cell, stepped with each cell's public ``project_input`` / ``step`` /
   ``output``; input feeding (Luong et al. 2015 §3.3): the previous attentional vector joins the
   embedding of the previous target token;
-* attention (:mod:`lit_rnncells.nn.attention`) of the top decoder output over the encoder outputs:
-  additive by default, Luong dot / general;
+* attention (:mod:`lit_rnncells.nn.attention`) of the top decoder output s_t over the encoder
+  outputs: additive by default (Bahdanau's score), Luong dot / general. The query is the state after
+  the step, as in Luong's input-feeding model (the OpenNMT-py default), not Bahdanau's s_{t−1}: the
+  context then reaches the recurrence through the fed attentional vector;
 * attentional vector ``a_t = dropout(tanh(W [s_t; c_t; E y_{t−1}]))`` (the output layer on decoder
   state, context and embedding, Bahdanau App. A.2.2's deep output with tanh instead of maxout),
   then ``p(y_t) = softmax(W_o a_t)``; with ``tie_embeddings`` ``W_o`` is the target embedding,
