@@ -35,3 +35,8 @@ def test_benchmarks_keep_freed_memory_on_glibc():
     out = run_script("-c", code).splitlines()
     expected = "malloc keeps freed memory" if platform.libc_ver()[0] == "glibc" else "system malloc defaults"
     assert out == [expected, "system malloc defaults"]
+
+
+def test_bench_memory_quick_measures_each_variant_in_its_own_process():
+    out = run_script("scripts/bench_memory.py", "--quick", "--cells", "GRU", "CARU")
+    assert "| torch.nn.GRU |" in out and "| CARU |" in out and "ratio to torch.nn.GRU" in out
