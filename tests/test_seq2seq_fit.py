@@ -156,3 +156,23 @@ def test_ddp_two_cpu_processes_bf16_smoke_fit(data_dir: Path, cache: Path, tmp_p
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "test/sacrebleu" in result.stdout and "test/loss" in result.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.real_data
+def test_bench_seq2seq_script_runs_at_tiny_settings(data_dir: Path, capsys: pytest.CaptureFixture) -> None:
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import bench_seq2seq
+    finally:
+        sys.path.pop(0)
+    threads = torch.get_num_threads()
+    try:
+        bench_seq2seq.main(["--limit", "40", "--epochs", "1", "--emb", "16", "--hid", "16", "--vocab", "300",
+                            "--single", "4", "--skip-reference", "--cells", "GRU", "CARU", "--threads", "1",
+                            "--data", str(data_dir / "multi30k")])
+    finally:
+        torch.set_num_threads(threads)
+    out = capsys.readouterr().out
+    assert "| ours Seq2Seq GRU |" in out and "| beam 5 | 128 |" in out and "| CARU |" in out
+    assert "Bar 3 (our beam 5 BLEU >= our greedy)" in out and "CARU Table 2's claim" in out
