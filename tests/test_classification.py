@@ -167,7 +167,8 @@ class TinySentiment(LightningDataModule):
 
 
 def tiny_trainer(tmp_path, **kwargs) -> Trainer:
-    return Trainer(max_epochs=1, logger=False, enable_progress_bar=False, enable_model_summary=False,
+    kwargs.setdefault("max_epochs", 1)
+    return Trainer(logger=False, enable_progress_bar=False, enable_model_summary=False,
                    default_root_dir=tmp_path, **kwargs)
 
 
@@ -190,6 +191,11 @@ def test_fit_with_frozen_pretrained_vectors_then_predict_records_in_checkpoint(t
     restored = DocumentClassifier.load_from_checkpoint(ckpt, weights_only=True)
     assert restored.label_names == ["negative", "positive"] and restored.embeddings_loaded
     torch.testing.assert_close(restored.embedding.weight, weight)
+    glove.write_text("".join(f"w{i} 7 7 7 7\n" for i in range(V - 2)))  # resuming: the checkpoint's weights win
+    resumed = DocumentClassifier("GRU", vocab_size=V, embedding_size=4, hidden_size=6, pretrained_embeddings=str(glove),
+                                 freeze_embeddings=True)
+    tiny_trainer(tmp_path, max_epochs=2).fit(resumed, datamodule=TinySentiment(), ckpt_path=str(ckpt))
+    torch.testing.assert_close(resumed.embedding.weight, weight)
     records = [r for batch in tiny_trainer(tmp_path).predict(restored, datamodule=TinySentiment()) for r in batch]
     assert sorted(r["index"] for r in records) == list(range(48))
     label, prob = records[0]["text"].split("\t")

@@ -189,7 +189,7 @@ class SequenceClassifier(RecurrentTask):
                 raise ValueError("pretrained_embeddings needs the DataModule's vocabulary (a `vocab` attribute); "
                                  "use a sentiment DataModule or load the vectors with load_pretrained_embeddings().")
             self.load_pretrained_embeddings(self.hparams.pretrained_embeddings, list(vocab.symbols))
-        # Lightning restores a checkpoint after setup(), so resumed weights replace these vectors.
+        # Lightning restores a checkpoint after setup(), so a resumed fit's weights replace these vectors.
 
     def load_pretrained_embeddings(self, path: str, words: List[str]) -> float:
         """Initialise the embedding rows of ``words`` (id = position) from a GloVe / word2vec text file.
