@@ -192,6 +192,7 @@ class TranslationDataModule(ResumableBatchesMixin, LightningDataModule):
         self.cache = default_cache_dir() if cache_dir is None else (Path(cache_dir) if cache_dir else None)
         self._hub: Dict[str, Any] = {}
         self._splits: Dict[str, Dict[str, Any]] = {}
+        self._predict_cache: Optional[Tuple[str, Lines]] = None
         self.dropped: Dict[str, int] = {"empty": 0, "too_long": 0}
         if checkpoint_path is not None:  # test / predict from a checkpoint: its tokenizers, files read lazily
             state = datamodule_state(checkpoint_path, type(self))
@@ -348,23 +349,27 @@ class TranslationDataModule(ResumableBatchesMixin, LightningDataModule):
                                  f"{self.max_input_length}; shorten or split that line, or raise max_input_length.")
 
     def predict_lines(self) -> Lines:
+        """The predict input's lines (standard input is read once and kept); empty lines are an error."""
         if self.predict_file is None:
             raise ValueError("predict needs data.init_args.predict_file: a file of source lines, or '-' for stdin.")
-        if self.predict_file == "-":
-            text = sys.stdin.read()
-            lines = text.split("\n")
-            if lines and lines[-1] == "":
-                lines.pop()
-            lines = [line.rstrip("\r") for line in lines]
-            name = "standard input"
-        else:
-            path = Path(self.predict_file).expanduser()
-            if not path.is_file():
-                raise FileNotFoundError(f"predict_file {str(path)!r} does not exist; pass a file of source lines "
-                                        "or '-' for stdin.")
-            lines, name = read_lines(path), str(path)
+        name = "standard input" if self.predict_file == "-" else str(Path(self.predict_file).expanduser())
+        if self._predict_cache is None or self._predict_cache[0] != self.predict_file:
+            if self.predict_file == "-":
+                lines = sys.stdin.read().split("\n")
+                if lines and lines[-1] == "":
+                    lines.pop()
+                lines = [line.rstrip("\r") for line in lines]
+            else:
+                path = Path(self.predict_file).expanduser()
+                if not path.is_file():
+                    raise FileNotFoundError(f"predict_file {str(path)!r} does not exist; pass a file of source lines "
+                                            "or '-' for stdin.")
+                lines = read_lines(path)
+            self._predict_cache = (self.predict_file, lines)
+        lines = self._predict_cache[1]
         if not lines:
-            raise ValueError(f"{name} has no lines to {'summarise' if self.dataset == 'gigaword' else 'translate'}.")
+            raise ValueError(f"{name} has no lines to {'summarise' if self.dataset == 'gigaword' else 'translate'}; "
+                             "give one source sentence per line.")
         check_no_empty(lines, name)
         return lines
 
