@@ -145,6 +145,16 @@ def test_unknown_direction_is_one_clear_error(tmp_path: Path, dataset, source, t
                               cache_dir="")
 
 
+def test_bad_sizes_fail_at_construction(tmp_path: Path) -> None:
+    folder = write_parallel(tmp_path / "c")
+    with pytest.raises(ValueError, match="num_workers must be 0 or 1"):
+        module(folder, num_workers=2)
+    with pytest.raises(ValueError, match="batch_size must be a positive integer"):
+        module(folder, batch_size=0)
+    with pytest.raises(ValueError, match="Unknown dataset 'wmt'"):
+        TranslationDataModule("wmt", cache_dir="")  # type: ignore[arg-type]
+
+
 def test_direction_defaults_and_reverse(tmp_path: Path) -> None:
     folder = write_parallel(tmp_path / "m", {"train": (DE * 10, EN * 10), "valid": (DE, EN), "test": (DE, EN)})
     for name in ("train", "valid", "test"):  # Multi30k's file names

@@ -147,6 +147,7 @@ class TranslationDataModule(ResumableBatchesMixin, LightningDataModule):
         cache_dir: where encoded splits are cached (default ``$LIT_RNNCELLS_CACHE`` or
             ``~/.cache/lit_rnncells``); ``""`` disables the cache.
         seed: seeds the training batch order (with the epoch); chunk_batches: batches per sorted chunk.
+        num_workers: 0 (collate in the training process) or 1 (in one background loader process).
     """
 
     def __init__(self, dataset: DatasetName = "multi30k", data_dir: Optional[str] = None,
@@ -169,6 +170,9 @@ class TranslationDataModule(ResumableBatchesMixin, LightningDataModule):
                             ("limit", limit)):
             if value is not None:
                 check_positive(**{name: value})
+        if num_workers not in (0, 1):
+            raise ValueError(f"num_workers must be 0 or 1 (the bucketed batches are not split between loader "
+                             f"workers, more would repeat them), got {num_workers}.")
         self.save_hyperparameters()
         self.dataset = dataset
         self.source_language, self.target_language = self._direction(dataset, source_language, target_language)
