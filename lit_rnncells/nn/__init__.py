@@ -5,5 +5,6 @@ from .beam_search import Hypothesis, SearchConfig
 from .dropout import (LockedDropout, WeightDrop, activation_regularization, embedding_dropout,
                       recurrent_weight_names, temporal_activation_regularization)
 
-__all__ = ["Recurrent", "Attention", "Hypothesis", "SearchConfig", "LockedDropout", "WeightDrop", "activation_regularization", "embedding_dropout",
-           "recurrent_weight_names", "temporal_activation_regularization"]
+__all__ = ["Recurrent", "Attention", "Hypothesis", "SearchConfig", "LockedDropout", "WeightDrop",
+           "activation_regularization", "embedding_dropout", "recurrent_weight_names",
+           "temporal_activation_regularization"]
