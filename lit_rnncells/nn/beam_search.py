@@ -28,7 +28,7 @@ Greedy search (:func:`greedy_search`) is the same procedure with one hypothesis 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, List, Optional, Protocol, Sequence, Tuple
+from typing import Any, List, Optional, Protocol, Tuple
 
 import torch
 from torch import Tensor
