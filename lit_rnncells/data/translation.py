@@ -131,10 +131,11 @@ class TranslationDataModule(ResumableBatchesMixin, LightningDataModule):
         files: for ``parallel``, explicit ``{split: [source_path, target_path]}`` (instead of ``data_dir``).
         source_language, target_language: direction (Multi30k/IWSLT14: ``de``/``en`` either way; Gigaword:
             ``article`` → ``title``; ``parallel``: the file suffixes, required).
-        subword_vocab_size: BPE symbols per tokenizer, specials included.
+        subword_vocab_size: BPE symbols per tokenizer, the 4 specials and 256 bytes included (at least 260).
         joint_vocabulary: one tokenizer fitted on both sides' training lines (else one per side).
-        pretokenized: whitespace-split BPE for Moses/PTB-tokenised corpora, byte-level BPE for raw text
-            (default: IWSLT14 and Gigaword pre-tokenised, others raw).
+        pretokenized: split on whitespace first, so merges stay inside the corpus's tokens and outputs are
+            Moses-detokenised for sacreBLEU (default for IWSLT14 and Gigaword), or BPE over raw text (others);
+            both byte-level (:mod:`lit_rnncells.data.subword`).
         min_frequency: BPE merges need a pair seen at least this often.
         batch_size, eval_batch_size: pairs per batch; max_tokens: also at most this many padded source
             (or target) tokens per training batch.
@@ -202,6 +203,7 @@ class TranslationDataModule(ResumableBatchesMixin, LightningDataModule):
             state = datamodule_state(checkpoint_path, type(self))
             self.source_tokenizer = SubwordTokenizer.from_json(state["source_tokenizer"])
             self.target_tokenizer = SubwordTokenizer.from_json(state["target_tokenizer"])
+            self.pretokenized = self.target_tokenizer.pretokenized
         else:
             self.source_tokenizer, self.target_tokenizer = self._fit_tokenizers()
             for split in SPLITS:  # fail now (bad files, empty lines), not after the first epoch
