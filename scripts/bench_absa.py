@@ -42,8 +42,8 @@ def main(argv: Optional[List[str]] = None) -> None:
         if not Path(path).is_file():
             raise SystemExit(f"{path} does not exist; pass --gru-config / --mzu-config.")
     extra = ["--trainer.max_epochs", str(args.epochs), "--model.init_args.hidden_size", str(args.hidden),
-             "--model.init_args.embedding_size", str(args.embedding), "--data.init_args.batch_size", str(args.batch_size),
-             "--trainer.logger", "false",
+             "--model.init_args.embedding_size", str(args.embedding),
+             "--data.init_args.batch_size", str(args.batch_size), "--trainer.logger", "false",
              "--trainer.enable_progress_bar", "false", "--trainer.enable_model_summary", "false"]
     if args.limit_batches:
         extra += [f"--trainer.limit_{s}_batches={args.limit_batches}" for s in ("train", "val", "test")]

@@ -151,9 +151,10 @@ def main(argv: Optional[List[str]] = None) -> None:
     torch.set_num_threads(args.threads)
     rows = [run_anchor(args)] + [run_ours(cell, args) for cell in args.cells]
     ref = rows[0]
-    print(f"\nIMDB, {args.epochs} epoch(s), {'first ' + str(args.limit) + ' reviews per split' if args.limit else 'full'}"
-          f"; {args.threads} threads for both; allocator: {allocator} for both"
-          f"{'' if args.system_malloc else ' (reference: GLIBC_TUNABLES=' + GLIBC_KEEP + ')'}; torch {torch.__version__}\n")
+    size = f"{args.limit} sampled reviews per split" if args.limit else "full splits"
+    malloc_note = "" if args.system_malloc else f" (reference: GLIBC_TUNABLES={GLIBC_KEEP})"
+    print(f"\nIMDB, {args.epochs} epoch(s), {size}; {args.threads} threads for both; allocator: {allocator} for "
+          f"both{malloc_note}; torch {torch.__version__}\n")
     print("| program | test acc (%) | val acc (%) | s / epoch | train tokens/s | tokens/s vs reference |")
     print("|---|---|---|---|---|---|")
     for r in rows:

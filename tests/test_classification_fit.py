@@ -136,8 +136,13 @@ def test_resuming_mid_epoch_gives_the_same_losses(tmp_path, cache, data_dir):
         assert resumed.losses[key] == pytest.approx(expected[key], rel=1e-5, abs=1e-6), key
 
 
+def child_env() -> Dict[str, str]:
+    path = f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"
+    return {**os.environ, "PYTHONPATH": path, "WANDB_MODE": "disabled"}
+
+
 def run_cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}", "WANDB_MODE": "disabled"}
+    env = child_env()
     return subprocess.run([sys.executable, "-m", "lit_rnncells", *args], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=900)
 
@@ -169,7 +174,7 @@ def test_predict_from_a_checkpoint_keeps_input_order(tmp_path, absa_config, monk
 
 
 def test_run_seeds_tiny_budget_prints_mean_and_std(tmp_path, absa_config):
-    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}", "WANDB_MODE": "disabled"}
+    env = child_env()
     result = subprocess.run([sys.executable, str(ROOT / "scripts" / "run_seeds.py"), "--config", str(absa_config),
                              "--seed-list", "1", "2", "--out", str(tmp_path / "runs"), "--",
                              "--trainer.limit_train_batches", "3", "--trainer.limit_val_batches", "2",
@@ -197,8 +202,7 @@ def test_ddp_two_cpu_processes_with_bf16(tmp_path, absa_config):
 
 
 def run_script(tmp_path: Path, cache: str, *args: str) -> str:
-    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}", "WANDB_MODE": "disabled",
-           "LIT_RNNCELLS_CACHE": cache}
+    env = {**child_env(), "LIT_RNNCELLS_CACHE": cache}
     result = subprocess.run([sys.executable, *args], cwd=tmp_path, env=env, capture_output=True, text=True,
                             timeout=900)
     assert result.returncode == 0, result.stderr[-3000:]
