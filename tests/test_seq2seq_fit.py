@@ -131,17 +131,18 @@ def test_predict_from_a_checkpoint_keeps_the_input_order(data_dir: Path, cache: 
                     "--data.init_args.eval_batch_size", "4", "--ckpt_path", ckpt, "--predict_output", str(out)])
     outputs = out.read_text(encoding="utf-8").split("\n")[:-1]
     assert len(outputs) == len(lines)
-    # each line decoded alone by the checkpoint's model gives the line written at its position
-    model = Seq2Seq.load_from_checkpoint(ckpt, weights_only=True, map_location="cpu").eval()
-    tok = cli.datamodule.source_tokenizer
-    model.set_tokenizers(tok, cli.datamodule.target_tokenizer)
-    for line, written in zip(lines, outputs):
-        ids = torch.tensor([tok.encode(line) + [cli.datamodule.eos_id]])
+    # the batches predict ran (sorted by length): each row is the line its index names, and the file
+    # holds each row's output at that line number
+    dm, model = cli.datamodule, cli.model.eval()
+    expected = {}
+    for batch in dm.predict_dataloader():
+        for row, i in enumerate(batch["index"].tolist()):
+            n = int(batch["source_lengths"][row])
+            assert batch["source"][row, :n].tolist() == dm.source_tokenizer.encode(lines[i]) + [dm.eos_id]
         with torch.no_grad():
-            record = model.predict_step({"source": ids, "source_lengths": torch.tensor([ids.shape[1]]),
-                                         "index": torch.tensor([0])}, 0)[0]
-        assert record["text"] == written
-    assert outputs[1] == outputs[3] and outputs[0] == outputs[7]
+            expected.update({r["index"]: r["text"] for r in model.predict_step(batch, 0)})
+    assert outputs == [expected[i] for i in range(len(lines))]
+    assert [b["index"].tolist() for b in dm.predict_dataloader()] != [[0, 1, 2, 3], [4, 5, 6, 7], [8]]  # reordered
 
 
 @pytest.mark.slow

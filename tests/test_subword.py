@@ -25,6 +25,8 @@ def test_byte_level_round_trips_any_text() -> None:
         assert tok.decode(tok.encode(text)) == text.strip()
     assert tok.decode([BOS_ID] + tok.encode("Ein Mann") + [EOS_ID, PAD_ID, PAD_ID]) == "Ein Mann"
     assert tok.detokenize("Ein Mann .") == "Ein Mann ."  # raw corpora: identity
+    newline = tok.encode("a\nb")  # a model can emit the newline byte: the output stays one line
+    assert tok.decode(newline) == "a b"
 
 
 def test_whitespace_bpe_keeps_corpus_tokens_and_detokenizes() -> None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from functools import cached_property
 from typing import Any, Iterable, List, Sequence
 
@@ -28,6 +29,7 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 PAD, UNK, BOS, EOS = "<pad>", "<unk>", "<bos>", "<eos>"
 SPECIALS = (PAD, UNK, BOS, EOS)
 PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
+LINE_BREAKS = re.compile(r"[\r\n]+")
 
 
 class SubwordTokenizer:
@@ -98,9 +100,11 @@ class SubwordTokenizer:
         return [e.ids for e in self.tokenizer.encode_batch(list(texts), add_special_tokens=False)]
 
     def decode(self, ids: Iterable[int]) -> str:
-        """The line in the corpus's own form (raw, or Moses/PTB-tokenised), special tokens dropped."""
+        """The line in the corpus's own form (raw, or Moses/PTB-tokenised), special tokens dropped; a line
+        break a model may produce (any byte is a symbol) becomes a space, so an output stays one line."""
         ids = [int(i) for i in ids if int(i) >= len(SPECIALS)]
-        return self.tokenizer.decode(ids, skip_special_tokens=True).strip()
+        text = self.tokenizer.decode(ids, skip_special_tokens=True)
+        return LINE_BREAKS.sub(" ", text).strip()  # one output per line, whatever bytes a model emits
 
     def tokens(self, ids: Iterable[int]) -> List[str]:
         """The subword strings of ``ids`` (for inspecting segmentations and attention plots)."""
