@@ -245,6 +245,8 @@ def test_bad_arguments_fail_at_construction() -> None:
         make(eos_id=20)
     with pytest.raises(ValueError, match="n_best=6 exceeds beam_size=5"):
         make(n_best=6)
+    with pytest.raises(ValueError, match="val_beam_size must be a positive integer"):
+        make(val_beam_size=0)
     with pytest.raises(ValueError, match="Unknown length_penalty"):
         make(length_penalty="wu")
     with pytest.raises(ValueError, match="The target tokenizer has 9 tokens"):

@@ -200,6 +200,7 @@ class Seq2Seq(RecurrentTask):
             raise ValueError(f"Unknown decoding options {unknown}; choose from {', '.join(DECODING_OPTIONS)}.")
         current = dict(getattr(self, "decoding", {}))
         current.update(options)
+        check_positive(val_beam_size=current["val_beam_size"])
         metrics = list(current["eval_metrics"])
         bad = [m for m in metrics if m not in EVAL_METRICS]
         if bad:
