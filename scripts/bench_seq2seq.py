@@ -143,7 +143,8 @@ def run_ours(cell: str, args: argparse.Namespace, dm: TranslationDataModule, bea
     greedy = decode_all(model, dm, 1, 128)
     row: Dict[str, Any] = {"name": f"ours Seq2Seq {cell}", "val_loss": val_loss,
                            "bleu": sacrebleu_corpus(greedy["texts"], refs)[0],
-                           "tok_s": timer.tokens / sum(timer.seconds), "sec_epoch": sum(timer.seconds) / len(timer.seconds),
+                           "tok_s": timer.tokens / sum(timer.seconds),
+                           "sec_epoch": sum(timer.seconds) / len(timer.seconds),
                            "decode_sent_s": greedy["sent_s"], "greedy_s": greedy["seconds"],
                            "params": sum(p.numel() for p in model.parameters()), "beam": None}
     if beam:
@@ -171,7 +172,8 @@ def main(argv: Optional[List[str]] = None) -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--single", type=int, default=200, help="sentences decoded one at a time for the batch-1 speed")
-    ap.add_argument("--cells", nargs="*", default=[], help="also compare these cells at equal sizes (e.g. GRU MGU CARU)")
+    ap.add_argument("--cells", nargs="*", default=[],
+                    help="also compare these cells at equal sizes (e.g. GRU MGU CARU)")
     ap.add_argument("--skip-reference", action="store_true", help="only our runs (no side-by-side bars)")
     ap.add_argument("--data", type=Path, default=DATA / "multi30k")
     ap.add_argument("--system-malloc", action="store_true", help=SYSTEM_MALLOC_HELP)
@@ -187,7 +189,8 @@ def main(argv: Optional[List[str]] = None) -> None:
     print(f"\nMulti30k De->En, {args.epochs} epoch(s), {scope}; embedding {args.emb}, hidden {args.hid}, joint BPE "
           f"{dm.target_vocab_size}, batch 128, dropout 0.5, Adam 1e-3, clip 1; {args.threads} threads for both; "
           f"allocator: {allocator} for both"
-          f"{'' if args.system_malloc else ' (reference: GLIBC_TUNABLES=' + GLIBC_KEEP + ')'}; torch {torch.__version__}; "
+          f"{'' if args.system_malloc else ' (reference: GLIBC_TUNABLES=' + GLIBC_KEEP + ')'}; "
+          f"torch {torch.__version__}; "
           f"sacreBLEU {ours['signature']}\n")
     print("| program | test BLEU greedy | test BLEU beam 5 | val loss | s / epoch | train target tokens/s | "
           "tokens/s vs reference |")
@@ -206,7 +209,8 @@ def main(argv: Optional[List[str]] = None) -> None:
           f"{'PASS' if ours['beam'] >= ours['bleu'] else 'FAIL'}")
 
     slowdown = ours["beam_s"] / ours["greedy_s"]
-    print(f"\nDecoding speed of our trained GRU model on test_2016_flickr ({len(dm.split('test')['source'])} sentences)\n")
+    count = len(dm.split("test")["source"])
+    print(f"\nDecoding speed of our trained GRU model on test_2016_flickr ({count} sentences)\n")
     print("| decoder | batch | sentences/s |")
     print("|---|---|---|")
     print(f"| greedy | 128 | {ours['decode_sent_s']:.1f} |")
@@ -229,7 +233,8 @@ def main(argv: Optional[List[str]] = None) -> None:
         by = {c.upper(): r for c, r in zip(args.cells, rows)}
         if "CARU" in by and "GRU" in by:
             caru, gru = by["CARU"], by["GRU"]
-            holds = caru["bleu"] >= gru["bleu"] and caru["params"] < gru["params"] and caru["sec_epoch"] < gru["sec_epoch"]
+            holds = (caru["bleu"] >= gru["bleu"] and caru["params"] < gru["params"]
+                     and caru["sec_epoch"] < gru["sec_epoch"])
             print(f"\nCARU Table 2's claim (CARU >= GRU in BLEU, fewer parameters, faster epochs) "
                   f"{'holds' if holds else 'does not hold'} in this run: BLEU {caru['bleu']:.2f} vs {gru['bleu']:.2f}, "
                   f"parameters {caru['params']:,} vs {gru['params']:,}, s/epoch {caru['sec_epoch']:.1f} vs "

@@ -157,9 +157,10 @@ def test_bad_sizes_fail_at_construction(tmp_path: Path) -> None:
 
 def test_direction_defaults_and_reverse(tmp_path: Path) -> None:
     folder = write_parallel(tmp_path / "m", {"train": (DE * 10, EN * 10), "valid": (DE, EN), "test": (DE, EN)})
-    for name in ("train", "valid", "test"):  # Multi30k's file names
+    multi30k_names = {"train": "train", "valid": "val", "test": "test_2016_flickr"}
+    for name, new in multi30k_names.items():
         for lang in ("de", "en"):
-            (folder / f"{name}.{lang}").rename(folder / f"{ {'valid': 'val', 'test': 'test_2016_flickr'}.get(name, name)}.{lang}")
+            (folder / f"{name}.{lang}").rename(folder / f"{new}.{lang}")
     kw = dict(data_dir=str(folder), cache_dir="", subword_vocab_size=330, min_frequency=1)
     de_en = TranslationDataModule("multi30k", **kw)
     en_de = TranslationDataModule("multi30k", source_language="en", **kw)

@@ -288,7 +288,8 @@ class TranslationDataModule(ResumableBatchesMixin, LightningDataModule):
                 language=self._moses_language(lang), min_frequency=self.min_frequency)
             if self.joint_vocabulary:
                 joint = train(src_lines + tgt_lines, self.target_language)
-                src_tok = SubwordTokenizer(joint.tokenizer, joint.pretokenized, self._moses_language(self.source_language))
+                src_tok = SubwordTokenizer(joint.tokenizer, joint.pretokenized,
+                                           self._moses_language(self.source_language))
                 return {"source": src_tok.to_json(), "target": joint.to_json()}
             return {"source": train(src_lines, self.source_language).to_json(),
                     "target": train(tgt_lines, self.target_language).to_json()}
