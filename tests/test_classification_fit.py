@@ -166,8 +166,10 @@ def test_predict_from_a_checkpoint_keeps_input_order(tmp_path, absa_config, monk
                          "--data.init_args.predict_file", str(src), "--predict_output", str(out))
         assert result.returncode == 0, result.stderr[-3000:]
         outputs.append(out.read_text().splitlines())
-    assert len(outputs[0]) == len(lines)
-    assert outputs[1] == outputs[0][::-1]  # each line's prediction follows the line, whatever the batching
+    assert len(outputs[0]) == len(lines) == len(outputs[1])
+    for a, b in zip(outputs[0], outputs[1][::-1]):  # each line's prediction follows the line, whatever the order
+        (label_a, p_a), (label_b, p_b) = a.split("\t"), b.split("\t")
+        assert label_a == label_b and float(p_a) == pytest.approx(float(p_b), abs=2e-4)
     for row in outputs[0]:
         label, prob = row.split("\t")
         assert label in ("negative", "neutral", "positive", "conflict") and 0.25 <= float(prob) <= 1.0
