@@ -131,11 +131,23 @@ class LitRNNCellsCLI(LightningCLI):
 
     def instantiate_classes(self) -> None:
         super().instantiate_classes()
+        self._check_data_against_checkpoint()
         if self.subcommand == "fit":
             self.trainer.callbacks.extend([FiniteGuard(), InterruptCheckpoint()])
         if self.subcommand == "predict":
             output = self.config.get("predict", {}).get("predict_output")
             self.trainer.callbacks.append(PredictionWriter(output))
+
+    def _check_data_against_checkpoint(self) -> None:
+        """Give the DataModule the checkpoint's saved state before any weights load, so a vocabulary or
+        tokenizer that differs from the checkpoint's is named in one sentence (not a size-mismatch dump)."""
+        config = self.config.get(self.subcommand, {}) if self.subcommand else {}
+        ckpt_path = config.get("ckpt_path")
+        if not ckpt_path or self.datamodule is None:
+            return
+        state = read_checkpoint(ckpt_path).get(type(self.datamodule).__qualname__)
+        if state:
+            self.datamodule.load_state_dict(state)  # raises the DataModule's own mismatch error
 
     def after_test(self) -> None:
         self._print_metrics("test")
