@@ -11,7 +11,7 @@ import hashlib
 import os
 import shutil
 from pathlib import Path
-from typing import Callable, Dict, List, Optional
+from typing import Dict, List, Optional
 
 import pytest
 

@@ -88,7 +88,7 @@ def test_bridge_sets_every_leaf_of_a_tuple_state_from_the_source() -> None:
     model = make(cell="LSTM").eval()
     batch = pairs([5, 6], [1, 1])
     with torch.no_grad():
-        (h, c), feed = model.initial_decoder_state(model.encode(batch["source"], batch["source_lengths"]))[0][0], None
+        (h, c) = model.initial_decoder_state(model.encode(batch["source"], batch["source_lengths"]))[0][0]
         assert h.abs().sum() > 0 and c.abs().sum() > 0 and not torch.allclose(h, c)
         zero = make(cell="LSTM", bridge=False).eval()
         (h0, c0) = zero.initial_decoder_state(zero.encode(batch["source"], batch["source_lengths"]))[0][0]
@@ -229,9 +229,9 @@ def test_scoring_dedupes_records_and_uses_the_right_text_forms() -> None:
 def test_bad_arguments_fail_at_construction() -> None:
     with pytest.raises(ValueError, match="tie_embeddings needs output_size"):
         make(tie_embeddings=True)
-    with pytest.raises(ValueError, match="dropout must be in"):
+    with pytest.raises(ValueError, match="dropout must be a probability in"):
         make(dropout=1.0)
-    with pytest.raises(ValueError, match="label_smoothing must be in"):
+    with pytest.raises(ValueError, match="label_smoothing must be a probability in"):
         make(label_smoothing=-0.1)
     with pytest.raises(ValueError, match="Unknown attention"):
         make(attention="bilinear")

@@ -103,6 +103,8 @@ class MZU(RecurrentCell):
       a fresh mask per step and depth).
     """
 
+    aux_loss_name = "zone_disagreement"
+
     composition: str = ""
 
     def __init__(self, input_size: int, hidden_size: int, *, zones: int = 4, filter_size: Optional[int] = None,

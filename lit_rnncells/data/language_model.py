@@ -16,7 +16,6 @@ streams of lengths differing by at most one, the last window padded and masked.
 """
 from __future__ import annotations
 
-import os
 import random
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Literal, Optional, Tuple
@@ -27,7 +26,8 @@ from lightning.pytorch.utilities import rank_zero_warn
 from torch import Tensor
 from torch.utils.data import DataLoader, IterableDataset
 
-from .text import Vocabulary, VocabularyMismatchError, build_corpus, cached, default_cache_dir, file_fingerprint
+from .text import (Vocabulary, VocabularyMismatchError, build_corpus, cached, default_cache_dir, file_fingerprint,
+                   is_hub_id, local_or_hub)
 
 DatasetName = Literal["ptb_char", "ptb_word", "text8", "enwik8", "text"]
 SPLITS = ("train", "valid", "test")
@@ -41,22 +41,8 @@ CACHE_VERSION = 1
 
 
 def default_data_dir(dataset: str) -> Optional[str]:
-    """``$LIT_RNNCELLS_DATA/<folder>`` when ``LIT_RNNCELLS_DATA`` is set, else the hub id (``None`` for ``text``).
-
-    A set ``LIT_RNNCELLS_DATA`` means "use local files": a missing folder there is reported at once rather
-    than silently falling back to the hub."""
-    root = os.environ.get("LIT_RNNCELLS_DATA")
-    if root and dataset in ENV_FOLDERS:
-        return str(Path(root).expanduser() / ENV_FOLDERS[dataset])
-    return HUB_IDS.get(dataset)
-
-
-def is_hub_id(data_dir: str) -> bool:
-    """``owner/name`` that is not a local path: nothing of that name exists, and neither does its first part
-    (so a mistyped ``data/ptbb`` next to an existing ``data/`` is a missing local folder, not a hub id)."""
-    path = Path(data_dir).expanduser()
-    return (not path.exists() and data_dir.count("/") == 1 and not data_dir.startswith((".", "/", "~"))
-            and not Path(data_dir.split("/")[0]).exists())
+    """``$LIT_RNNCELLS_DATA/<folder>`` when ``LIT_RNNCELLS_DATA`` is set, else the hub id (``None`` for ``text``)."""
+    return local_or_hub(ENV_FOLDERS.get(dataset), HUB_IDS.get(dataset))
 
 
 def _ptb_char_text(lines: List[str]) -> str:

@@ -28,7 +28,7 @@ from torch import Tensor
 from ..cells.base import check_positive
 from . import imdb, semeval, sst
 from .batching import pad_batch
-from .language_model import is_hub_id
+from .text import is_hub_id
 from .sentiment_base import (PAD, TOKEN_PATTERN, SentimentDataModule, Tokenizer, Vocabulary, encode, env_data_dir,
                              pack, tokenize)
 from .text import file_fingerprint

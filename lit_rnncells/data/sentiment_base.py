@@ -3,7 +3,6 @@ packed tensors, the checkpoint-state and loader plumbing of :class:`SentimentDat
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import sys
 from collections import Counter
@@ -19,7 +18,7 @@ from ..cells.base import check_positive
 from .batching import BucketedBatches, ResumableBatchesMixin
 from .checkpoint_state import datamodule_state
 from .language_model import check_vocabulary
-from .text import UNK, Vocabulary, cached, default_cache_dir
+from .text import UNK, Vocabulary, cached, default_cache_dir, local_or_hub
 
 PAD = "<pad>"
 TOKEN_PATTERN = re.compile(r"\w+|[^\w\s]")
@@ -74,11 +73,8 @@ def vocab_digest(vocab: Vocabulary) -> str:
 
 
 def env_data_dir(folder: str, hub_id: str) -> str:
-    """``$LIT_RNNCELLS_DATA/<folder>`` when it exists, else the hub id."""
-    root = os.environ.get("LIT_RNNCELLS_DATA")
-    if root and (Path(root) / folder).exists():
-        return str(Path(root) / folder)
-    return hub_id
+    """``$LIT_RNNCELLS_DATA/<folder>`` when ``LIT_RNNCELLS_DATA`` is set, else the hub id."""
+    return local_or_hub(folder, hub_id)  # type: ignore[return-value]
 
 
 def read_lines(path: str) -> List[str]:

@@ -184,6 +184,31 @@ def build_corpus(texts: Mapping[str, str], level: str, space: str = " ") -> Dict
             **{split: encode_text(text, vocab) for split, text in texts.items()}}
 
 
+# --- where data comes from ------------------------------------------------------------
+DATA_ENV = "LIT_RNNCELLS_DATA"
+
+
+def local_or_hub(folder: Optional[str], hub_id: Optional[str]) -> Optional[str]:
+    """The default ``data_dir`` of a dataset: ``$LIT_RNNCELLS_DATA/<folder>`` when ``LIT_RNNCELLS_DATA`` is
+    set, else the hub id (``None`` if the dataset has neither).
+
+    A set ``LIT_RNNCELLS_DATA`` means "use local files": a folder missing there is reported at once, naming
+    the path and what it should hold, rather than falling back to a hub download that fails offline after
+    half a minute. To use the hub anyway, pass its id as ``data_dir``."""
+    root = os.environ.get(DATA_ENV)
+    if root and folder is not None:
+        return str(Path(root).expanduser() / folder)
+    return hub_id
+
+
+def is_hub_id(data_dir: str) -> bool:
+    """``owner/name`` that is not a local path: nothing of that name exists, and neither does its first part
+    (so a mistyped ``data/ptbb`` next to an existing ``data/`` is a missing local folder, not a hub id)."""
+    path = Path(data_dir).expanduser()
+    return (not path.exists() and data_dir.count("/") == 1 and not data_dir.startswith((".", "/", "~"))
+            and not Path(data_dir.split("/")[0]).exists())
+
+
 # --- cache ---------------------------------------------------------------------------
 def default_cache_dir() -> Path:
     """``$LIT_RNNCELLS_CACHE``, else ``~/.cache/lit_rnncells``."""

@@ -31,7 +31,6 @@ Policies:
 from __future__ import annotations
 
 import hashlib
-import os
 import sys
 from pathlib import Path
 from typing import Any, Dict, List, Literal, Optional, Sequence, Tuple
@@ -46,7 +45,7 @@ from ..cells.base import check_positive
 from .batching import BucketedBatches, ResumableBatchesMixin, pad_batch
 from .checkpoint_state import datamodule_state
 from .subword import BOS_ID, EOS_ID, PAD_ID, SubwordTokenizer, check_tokenizer
-from .text import cached, default_cache_dir, file_fingerprint
+from .text import cached, default_cache_dir, file_fingerprint, is_hub_id, local_or_hub
 
 DatasetName = Literal["multi30k", "iwslt14", "gigaword", "parallel"]
 SPLITS = ("train", "valid", "test")
@@ -70,15 +69,9 @@ Lines = List[str]
 
 
 def default_data_dir(dataset: str) -> Optional[str]:
-    """``$LIT_RNNCELLS_DATA/<dataset>`` when that folder exists, else the hub id (``None`` for ``parallel``)."""
-    root = os.environ.get("LIT_RNNCELLS_DATA")
-    if root and dataset in HUB_IDS and (Path(root) / dataset).is_dir():
-        return str(Path(root) / dataset)
-    return HUB_IDS.get(dataset)
-
-
-def is_hub_id(data_dir: str) -> bool:
-    return not Path(data_dir).exists() and data_dir.count("/") == 1 and not data_dir.startswith((".", "/", "~"))
+    """``$LIT_RNNCELLS_DATA/<dataset>`` when ``LIT_RNNCELLS_DATA`` is set, else the hub id (``None`` for
+    ``parallel``)."""
+    return local_or_hub(dataset if dataset in HUB_IDS else None, HUB_IDS.get(dataset))
 
 
 def read_lines(path: Path) -> Lines:

@@ -24,19 +24,13 @@ from torch import Tensor, nn
 from torch.nn import functional as F
 from torchmetrics.classification import MulticlassAccuracy, MulticlassF1Score
 
-from ..cells.base import check_positive
+from ..cells.base import check_positive, check_probability
 from ..data.embeddings import load_pretrained_vectors
 from .base import CellSpec, RecurrentTask, cell_config
 from .logic import last_real_output
 
 READOUTS = ("last", "mean", "max")
 STAGES = ("train", "val", "test")
-
-
-def _check_probability(**values: float) -> None:
-    for name, p in values.items():
-        if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 <= p < 1.0:
-            raise ValueError(f"{name} must be a probability in [0, 1), got {p!r}; set it to e.g. 0.5 or 0.")
 
 
 def sequence_mask(lengths: Tensor, steps: int) -> Tensor:
@@ -91,7 +85,7 @@ class SequenceClassifier(RecurrentTask):
         if isinstance(pad_id, bool) or not isinstance(pad_id, int) or not 0 <= pad_id < vocab_size:
             raise ValueError(f"pad_id must be a token id in [0, {vocab_size}), got {pad_id!r}; "
                              "let the CLI link it from the data.")
-        _check_probability(dropout=dropout, embedding_dropout=embedding_dropout, rnn_dropout=rnn_dropout)
+        check_probability(dropout=dropout, embedding_dropout=embedding_dropout, rnn_dropout=rnn_dropout)
         if not isinstance(aux_loss_weight, (int, float)) or aux_loss_weight < 0:
             raise ValueError(f"aux_loss_weight must be 0 or more, got {aux_loss_weight!r}.")
         # Plain data only (the cell as a config), so checkpoints load with torch.load(weights_only=True).
@@ -214,6 +208,7 @@ class SequenceClassifier(RecurrentTask):
         return pretrained.coverage
 
     def on_save_checkpoint(self, checkpoint: Dict[str, Any]) -> None:
+        super().on_save_checkpoint(checkpoint)
         checkpoint["classifier"] = {"label_names": self.label_names, "embeddings_loaded": self.embeddings_loaded}
 
     def on_load_checkpoint(self, checkpoint: Dict[str, Any]) -> None:

@@ -38,7 +38,7 @@ from lightning.pytorch.utilities import rank_zero_info
 from torch import Tensor, nn
 from torch.nn import functional as F
 
-from ..cells.base import RecurrentCell, State, check_positive
+from ..cells.base import RecurrentCell, State, check_positive, check_probability
 from ..nn.attention import ATTENTION_KINDS, Attention
 from ..nn.beam_search import Hypothesis, SearchConfig, search, select_batch
 from ..nn.recurrent import Recurrent, map_state
@@ -60,12 +60,6 @@ class EncoderOutput(NamedTuple):
     proj_keys: Tensor  # (B, S, ·) the attention's key-only part, computed once
     mask: Optional[Tensor]  # (B, S) True at real positions; None when nothing is padded
     summary: Tensor  # (B, L_dec, 2H) [forward; backward] final outputs feeding each decoder layer's bridge
-
-
-def _check_probability(**values: float) -> None:
-    for name, value in values.items():
-        if not 0.0 <= value < 1.0:
-            raise ValueError(f"{name} must be in [0, 1), got {value}.")
 
 
 def _upcast(x: Tensor) -> Tensor:
@@ -127,7 +121,7 @@ class Seq2Seq(RecurrentTask):
                        decoder_layers=decoder_layers, output_size=output_size, attention_size=attention_size)
         if max_source_length is not None:
             check_positive(max_source_length=max_source_length)
-        _check_probability(dropout=dropout, label_smoothing=label_smoothing)
+        check_probability(dropout=dropout, label_smoothing=label_smoothing)
         if aux_loss_weight < 0:
             raise ValueError(f"aux_loss_weight must be >= 0, got {aux_loss_weight}.")
         specials = {"pad_id": pad_id, "unk_id": unk_id, "bos_id": bos_id, "eos_id": eos_id}
