@@ -3,8 +3,10 @@
 One run trains the reference (as a subprocess, its ``ANCHOR`` line read back), then our ``Seq2Seq`` with a GRU at
 the reference's settings: joint byte-level BPE of 8k symbols fitted on the training split (any pair may merge,
 as the reference's ``BpeTrainer`` defaults), embedding / hidden
-``--emb`` / ``--hid`` (default the anchor README's small setting 128 / 256), dropout 0.5, Adam 1e-3, gradient
-clip 1, batch 128, the same number of epochs, greedy decoding capped at 2 |src| + 10 like the reference. Both
+``--emb`` / ``--hid`` (default the anchor README's small setting 128 / 256), dropout 0.5 on the embeddings
+only, the softmax reading [decoder state; context; embedding] directly (``attentional_layer=False``, as the
+reference's output layer), Adam 1e-3, gradient clip 1, batch 128, the same number of epochs, greedy decoding
+capped at 2 |src| + 10 like the reference. Both
 programs run with the same number of threads and the same glibc allocator setting
 (``lit_rnncells.benchmark.keep_freed_memory`` here, ``GLIBC_TUNABLES`` for the reference's process).
 
@@ -131,7 +133,9 @@ def run_ours(cell: str, args: argparse.Namespace, dm: TranslationDataModule, bea
     seed_everything(args.seed, verbose=False)
     model = Seq2Seq(cell, source_vocab_size=dm.source_vocab_size, target_vocab_size=dm.target_vocab_size,
                     pad_id=dm.pad_id, bos_id=dm.bos_id, eos_id=dm.eos_id, embedding_size=args.emb,
-                    hidden_size=args.hid, num_layers=1, dropout=0.5, eval_metrics=[],
+                    hidden_size=args.hid, num_layers=1, eval_metrics=[],
+                    # the reference's architecture: the softmax reads [s; c; E y], dropout on embeddings only
+                    attentional_layer=False, dropout=0.5, output_dropout=0.0, encoder_output_dropout=0.0,
                     optimizer=partial(torch.optim.Adam, lr=1e-3))
     timer = TrainTimer()
     trainer = Trainer(max_epochs=args.epochs, accelerator="cpu", devices=1, gradient_clip_val=1.0, logger=False,
@@ -187,7 +191,8 @@ def main(argv: Optional[List[str]] = None) -> None:
     ours = run_ours("GRU", args, dm, beam=True)
     scope = f"first {args.limit} pairs per split" if args.limit else "full splits"
     print(f"\nMulti30k De->En, {args.epochs} epoch(s), {scope}; embedding {args.emb}, hidden {args.hid}, joint BPE "
-          f"{dm.target_vocab_size}, batch 128, dropout 0.5, Adam 1e-3, clip 1; {args.threads} threads for both; "
+          f"{dm.target_vocab_size}, batch 128, dropout 0.5 on embeddings, softmax on [s; c; E y], Adam 1e-3, "
+          f"clip 1; {args.threads} threads for both; "
           f"allocator: {allocator} for both"
           f"{'' if args.system_malloc else ' (reference: GLIBC_TUNABLES=' + GLIBC_KEEP + ')'}; "
           f"torch {torch.__version__}; "

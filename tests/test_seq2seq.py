@@ -17,7 +17,8 @@ PAD, UNK, BOS, EOS = 0, 1, 2, 3
 MCRNN_LSTM = {"class_path": "lit_rnncells.cells.MultiChannel", "init_args": {"block_size": 3, "cell": "LSTM"}}
 CELLS = [dict(cell="GRU"), dict(cell="LSTM"), dict(cell=MCRNN_LSTM), dict(cell="CARU"),
          dict(cell="GRU", attention="dot", encoder_hidden_size=4), dict(cell="MGU", attention="general"),
-         dict(encoder_cell="GRU", decoder_cell="LSTM"), dict(encoder_cell=MCRNN_LSTM, decoder_cell="MGU")]
+         dict(encoder_cell="GRU", decoder_cell="LSTM"), dict(encoder_cell=MCRNN_LSTM, decoder_cell="MGU"),
+         dict(cell="GRU", attentional_layer=False), dict(cell="LSTM", attentional_layer=False, attention="general")]
 
 
 def make(dtype=torch.float64, **kw: Any) -> Seq2Seq:
@@ -311,3 +312,26 @@ def test_ddp_gathers_hypotheses_before_scoring(tmp_path) -> None:
     assert set(ddp) == set(single)
     for name in single:
         assert ddp[name] == pytest.approx(single[name], rel=1e-5, abs=1e-6), name
+
+
+def test_without_the_attentional_layer_the_softmax_reads_state_context_and_embedding() -> None:
+    model = make(attentional_layer=False, encoder_hidden_size=5).eval()
+    assert model.combine_state is None and model.generator.in_features == 8 + 10 + 6
+    assert model.decoder_cells[0].input_size == 6 + 10  # the embedding and the fed-back context
+    batch = pairs([4, 6], [3, 2])
+    enc = model.encode(batch["source"], batch["source_lengths"])
+    out, (layers, feed), weights, _ = model._decoder_step(*model._embed_target(batch["target"][:, 0]),
+                                                          model.initial_decoder_state(enc), enc)
+    context = torch.einsum("bs,bsh->bh", weights, enc.memory)
+    torch.testing.assert_close(feed, context)
+    torch.testing.assert_close(out[:, 8:18], context)
+    with pytest.raises(ValueError, match="tie_embeddings needs the attentional layer"):
+        make(attentional_layer=False, tie_embeddings=True)
+
+
+def test_dropout_placement_options() -> None:
+    model = make(dropout=0.5, output_dropout=0.0, encoder_output_dropout=0.0)
+    assert (model.drop.p, model.output_drop.p, model.memory_drop.p) == (0.5, 0.0, 0.0)
+    assert make(dropout=0.4).output_drop.p == 0.4 == make(dropout=0.4).memory_drop.p
+    with pytest.raises(ValueError, match="output_dropout must be a probability"):
+        make(output_dropout=1.0)

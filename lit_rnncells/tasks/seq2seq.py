@@ -79,8 +79,12 @@ class Seq2Seq(RecurrentTask):
             ``general``; attention_size: additive score width.
         output_size: size of the attentional vector (default hidden_size); must equal embedding_size
             with ``tie_embeddings``.
+        attentional_layer: True (default): the softmax reads ``a_t = tanh(W [s_t; c_t; E y_{t−1}])``, which is
+            fed back (Luong's input feeding). False: the softmax reads ``[s_t; c_t; E y_{t−1}]`` directly and
+            the context ``c_t`` is fed back, as plain PyTorch RNNSearch implementations (the anchors) do.
         bridge: initialise the decoder from the encoder's final states (else zero states).
-        dropout: on embeddings, between layers, on encoder outputs and on the attentional vector.
+        dropout: on embeddings and between layers; also on the encoder outputs and on what the softmax reads
+            unless ``encoder_output_dropout`` / ``output_dropout`` say otherwise (0 turns those off).
         label_smoothing: ε of the training loss (validation loss and perplexity are plain NLL).
         aux_loss_weight: multiplies the cells' auxiliary losses.
         max_source_length: longest source (in subwords, EOS included) the model accepts; None = any.
@@ -101,7 +105,9 @@ class Seq2Seq(RecurrentTask):
                  num_layers: int = 1,
                  encoder_layers: Optional[int] = None, decoder_layers: Optional[int] = None,
                  attention: str = "additive", attention_size: Optional[int] = None,
-                 output_size: Optional[int] = None, bridge: bool = True, dropout: float = 0.3,
+                 output_size: Optional[int] = None, attentional_layer: bool = True, bridge: bool = True,
+                 dropout: float = 0.3, output_dropout: Optional[float] = None,
+                 encoder_output_dropout: Optional[float] = None,
                  label_smoothing: float = 0.0, tie_embeddings: bool = False, aux_loss_weight: float = 1.0,
                  max_source_length: Optional[int] = None, beam_size: int = 5, val_beam_size: int = 1,
                  n_best: int = 1, length_penalty: str = "gnmt", length_penalty_alpha: float = 0.6,
@@ -121,7 +127,10 @@ class Seq2Seq(RecurrentTask):
                        decoder_layers=decoder_layers, output_size=output_size, attention_size=attention_size)
         if max_source_length is not None:
             check_positive(max_source_length=max_source_length)
-        check_probability(dropout=dropout, label_smoothing=label_smoothing)
+        output_dropout = dropout if output_dropout is None else output_dropout
+        encoder_output_dropout = dropout if encoder_output_dropout is None else encoder_output_dropout
+        check_probability(dropout=dropout, label_smoothing=label_smoothing, output_dropout=output_dropout,
+                          encoder_output_dropout=encoder_output_dropout)
         if aux_loss_weight < 0:
             raise ValueError(f"aux_loss_weight must be >= 0, got {aux_loss_weight}.")
         specials = {"pad_id": pad_id, "unk_id": unk_id, "bos_id": bos_id, "eos_id": eos_id}
@@ -137,6 +146,9 @@ class Seq2Seq(RecurrentTask):
             raise ValueError(f"dot attention needs hidden_size ({hidden_size}) = 2 * encoder_hidden_size "
                              f"({encoder_hidden_size}), the size of the bidirectional encoder outputs; set "
                              f"encoder_hidden_size to {hidden_size // 2} or use attention 'general' or 'additive'.")
+        if tie_embeddings and not attentional_layer:
+            raise ValueError("tie_embeddings needs the attentional layer (its output is what the softmax reads); set "
+                             "attentional_layer true or tie_embeddings false.")
         if tie_embeddings and output_size != embedding_size:
             raise ValueError(f"tie_embeddings needs output_size ({output_size}) to equal embedding_size "
                              f"({embedding_size}); set output_size to {embedding_size}.")
@@ -152,16 +164,17 @@ class Seq2Seq(RecurrentTask):
                                 eval_metrics=["sacrebleu"] if eval_metrics is None else eval_metrics)
         enc_factory = self.cell_factory if encoder_cell is None else resolve_cell(encoder_cell)
         dec_factory = self.cell_factory if decoder_cell is None else resolve_cell(decoder_cell)
-        self.output_size = output_size
+        memory_size = 2 * encoder_hidden_size
+        # what is fed back into the next step: the attentional vector, or (without that layer) the context
+        self.output_size = output_size if attentional_layer else memory_size
 
         self.source_embedding = nn.Embedding(source_vocab_size, embedding_size, padding_idx=pad_id)
         self.target_embedding = nn.Embedding(target_vocab_size, embedding_size, padding_idx=pad_id)
         self.encoder = Recurrent(enc_factory, embedding_size, encoder_hidden_size, num_layers=encoder_layers,
                                  bidirectional=True, dropout=dropout, batch_first=True)
-        memory_size = 2 * encoder_hidden_size
         cells = []
         for layer in range(decoder_layers):
-            built = dec_factory(embedding_size + output_size if layer == 0 else hidden_size, hidden_size)
+            built = dec_factory(embedding_size + self.output_size if layer == 0 else hidden_size, hidden_size)
             if not isinstance(built, RecurrentCell):
                 raise TypeError(f"The decoder cell factory returned {type(built).__name__}, not a RecurrentCell; "
                                 "pass a cell class from lit_rnncells.cells or a factory building one.")
@@ -174,12 +187,19 @@ class Seq2Seq(RecurrentTask):
                                          if leaf.is_floating_point()))
         self.bridges = nn.ModuleList(bridges)
         self.attention = Attention(hidden_size, memory_size, attention, attention_size)
-        self.combine_state = nn.Linear(hidden_size + memory_size, output_size, bias=False)  # W [s_t; c_t]
-        self.combine_embedding = nn.Linear(embedding_size, output_size)  # W E y_{t−1} + b, over all t at once
-        self.generator = nn.Linear(output_size, target_vocab_size)
+        self.combine_state: Optional[nn.Linear] = None
+        self.combine_embedding: Optional[nn.Linear] = None
+        if attentional_layer:
+            self.combine_state = nn.Linear(hidden_size + memory_size, output_size, bias=False)  # W [s_t; c_t]
+            self.combine_embedding = nn.Linear(embedding_size, output_size)  # W E y_{t−1} + b, over all t at once
+            self.generator = nn.Linear(output_size, target_vocab_size)
+        else:  # the softmax reads [s_t; c_t; E y_{t−1}] itself
+            self.generator = nn.Linear(hidden_size + memory_size + embedding_size, target_vocab_size)
         if tie_embeddings:
             self.generator.weight = self.target_embedding.weight
         self.drop = nn.Dropout(dropout)
+        self.output_drop = nn.Dropout(output_dropout)
+        self.memory_drop = nn.Dropout(encoder_output_dropout)
         self.source_tokenizer: Any = None
         self.target_tokenizer: Any = None
         self._eval_sums: Optional[Tensor] = None
@@ -248,7 +268,7 @@ class Seq2Seq(RecurrentTask):
         out = self.encoder(x, None, None if full else lengths, return_aux=want_aux)
         memory, final = out[0], out[1]
         aux = out[2] if want_aux else memory.new_zeros(())
-        memory = self.drop(memory)
+        memory = self.memory_drop(memory)
         mask = None if full else torch.arange(steps, device=source.device).unsqueeze(0) < lengths.unsqueeze(1)
         top = self.encoder.num_layers - 1
         summary = []
@@ -305,12 +325,15 @@ class Seq2Seq(RecurrentTask):
             new_layers.append(st)
             x = c.output(st)
         context, weights = self.attention(x, enc.proj_keys, enc.memory, enc.mask)
-        attentional = self.drop(torch.tanh(self.combine_state(torch.cat([x, context], -1)) + embedded_out))
+        if self.combine_state is None:  # no attentional layer: the softmax reads [s_t; c_t; E y], c_t is fed back
+            out = self.output_drop(torch.cat([x, context, embedded_out], -1))
+            return out, (tuple(new_layers), context), weights, aux
+        attentional = self.output_drop(torch.tanh(self.combine_state(torch.cat([x, context], -1)) + embedded_out))
         return attentional, (tuple(new_layers), attentional), weights, aux
 
     def _embed_target(self, tokens: Tensor) -> Tuple[Tensor, Tensor]:
         embedded = self.drop(self.target_embedding(tokens))
-        return embedded, self.combine_embedding(embedded)
+        return embedded, embedded if self.combine_embedding is None else self.combine_embedding(embedded)
 
     def decode_step(self, prev_tokens: Tensor, state: DecoderState, enc: EncoderOutput
                     ) -> Tuple[Tensor, DecoderState, Tensor]:
