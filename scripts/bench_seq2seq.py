@@ -5,10 +5,11 @@ the reference's settings: joint byte-level BPE of 8k symbols fitted on the train
 as the reference's ``BpeTrainer`` defaults), embedding / hidden
 ``--emb`` / ``--hid`` (default the anchor README's small setting 128 / 256), dropout 0.5 on the embeddings
 only, the softmax reading [decoder state; context; embedding] directly (``attentional_layer=False``, as the
-reference's output layer), Adam 1e-3, gradient clip 1, batch 128, the same number of epochs, greedy decoding
-capped at 2 |src| + 10 like the reference. Both
-programs run with the same number of threads and the same glibc allocator setting
-(``lit_rnncells.benchmark.keep_freed_memory`` here, ``GLIBC_TUNABLES`` for the reference's process).
+reference's output layer), Bahdanau's attention query s_{t-1} (``attention_query="before"``), random batches
+(``--chunk-batches 1``: no length bucketing, as the reference), Adam 1e-3, gradient clip 1, batch 128, the
+same number of epochs, greedy decoding capped at 2 |src| + 10 like the reference. Both programs run with the
+same number of threads and the same glibc allocator setting (``lit_rnncells.benchmark.keep_freed_memory``
+here, ``GLIBC_TUNABLES`` for the reference's process).
 
 Prints markdown tables:
 
@@ -103,8 +104,8 @@ def run_anchor(args: argparse.Namespace) -> Dict[str, Any]:
 def data_module(args: argparse.Namespace) -> TranslationDataModule:
     return TranslationDataModule("multi30k", data_dir=str(args.data), source_language="de", target_language="en",
                                  subword_vocab_size=args.vocab, joint_vocabulary=True, min_frequency=1,
-                                 batch_size=128,
-                                 eval_batch_size=128, limit=args.limit or None, seed=args.seed)
+                                 batch_size=128, eval_batch_size=128, limit=args.limit or None, seed=args.seed,
+                                 chunk_batches=args.chunk_batches)
 
 
 def decode_all(model: Seq2Seq, dm: TranslationDataModule, beam: int, batch_size: int,
@@ -135,7 +136,8 @@ def run_ours(cell: str, args: argparse.Namespace, dm: TranslationDataModule, bea
                     pad_id=dm.pad_id, bos_id=dm.bos_id, eos_id=dm.eos_id, embedding_size=args.emb,
                     hidden_size=args.hid, num_layers=1, eval_metrics=[],
                     # the reference's architecture: the softmax reads [s; c; E y], dropout on embeddings only
-                    attentional_layer=False, dropout=0.5, output_dropout=0.0, encoder_output_dropout=0.0,
+                    attentional_layer=False, attention_query="before", dropout=0.5, output_dropout=0.0,
+                    encoder_output_dropout=0.0,
                     optimizer=partial(torch.optim.Adam, lr=1e-3))
     timer = TrainTimer()
     trainer = Trainer(max_epochs=args.epochs, accelerator="cpu", devices=1, gradient_clip_val=1.0, logger=False,
@@ -175,6 +177,9 @@ def main(argv: Optional[List[str]] = None) -> None:
     ap.add_argument("--vocab", type=int, default=8000)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--chunk-batches", type=int, default=1,
+                    help="our length bucketing: batches sorted within chunks of this many (1: random batches, as the "
+                         "reference's; the library default 50 trains faster but slightly worse per epoch early on)")
     ap.add_argument("--single", type=int, default=200, help="sentences decoded one at a time for the batch-1 speed")
     ap.add_argument("--cells", nargs="*", default=[],
                     help="also compare these cells at equal sizes (e.g. GRU MGU CARU)")

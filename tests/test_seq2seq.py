@@ -18,7 +18,9 @@ MCRNN_LSTM = {"class_path": "lit_rnncells.cells.MultiChannel", "init_args": {"bl
 CELLS = [dict(cell="GRU"), dict(cell="LSTM"), dict(cell=MCRNN_LSTM), dict(cell="CARU"),
          dict(cell="GRU", attention="dot", encoder_hidden_size=4), dict(cell="MGU", attention="general"),
          dict(encoder_cell="GRU", decoder_cell="LSTM"), dict(encoder_cell=MCRNN_LSTM, decoder_cell="MGU"),
-         dict(cell="GRU", attentional_layer=False), dict(cell="LSTM", attentional_layer=False, attention="general")]
+         dict(cell="GRU", attentional_layer=False), dict(cell="LSTM", attentional_layer=False, attention="general"),
+         dict(cell="GRU", attentional_layer=False, attention_query="before"),
+         dict(cell=MCRNN_LSTM, attention_query="before")]
 
 
 def make(dtype=torch.float64, **kw: Any) -> Seq2Seq:
@@ -335,3 +337,17 @@ def test_dropout_placement_options() -> None:
     assert make(dropout=0.4).output_drop.p == 0.4 == make(dropout=0.4).memory_drop.p
     with pytest.raises(ValueError, match="output_dropout must be a probability"):
         make(output_dropout=1.0)
+
+
+def test_bahdanau_query_attends_with_the_state_before_the_step() -> None:
+    model = make(attention_query="before", attentional_layer=False, encoder_hidden_size=5).eval()
+    batch = pairs([4, 6], [3, 2])
+    enc = model.encode(batch["source"], batch["source_lengths"])
+    state = model.initial_decoder_state(enc)
+    s_prev = model.decoder_cells[-1].output(state[0][-1])
+    expected, _ = model.attention(s_prev, enc.proj_keys, enc.memory, enc.mask)
+    out, (layers, feed), weights, _ = model._decoder_step(*model._embed_target(batch["target"][:, 0]), state, enc)
+    torch.testing.assert_close(feed, expected)
+    torch.testing.assert_close(out[:, 8:18], expected)
+    with pytest.raises(ValueError, match="Unknown attention_query"):
+        make(attention_query="during")

@@ -82,6 +82,9 @@ class Seq2Seq(RecurrentTask):
         attentional_layer: True (default): the softmax reads ``a_t = tanh(W [s_t; c_t; E y_{t−1}])``, which is
             fed back (Luong's input feeding). False: the softmax reads ``[s_t; c_t; E y_{t−1}]`` directly and
             the context ``c_t`` is fed back, as plain PyTorch RNNSearch implementations (the anchors) do.
+        attention_query: ``after`` (default): the query is the top layer's state after the step (Luong,
+            with input feeding); ``before``: the state before it, s_{t−1}, and the context c_t joins this
+            step's input (Bahdanau et al. 2015, the RNNSearch of the MC-RNN paper's baseline).
         bridge: initialise the decoder from the encoder's final states (else zero states).
         dropout: on embeddings and between layers; also on the encoder outputs and on what the softmax reads
             unless ``encoder_output_dropout`` / ``output_dropout`` say otherwise (0 turns those off).
@@ -105,7 +108,8 @@ class Seq2Seq(RecurrentTask):
                  num_layers: int = 1,
                  encoder_layers: Optional[int] = None, decoder_layers: Optional[int] = None,
                  attention: str = "additive", attention_size: Optional[int] = None,
-                 output_size: Optional[int] = None, attentional_layer: bool = True, bridge: bool = True,
+                 output_size: Optional[int] = None, attentional_layer: bool = True,
+                 attention_query: str = "after", bridge: bool = True,
                  dropout: float = 0.3, output_dropout: Optional[float] = None,
                  encoder_output_dropout: Optional[float] = None,
                  label_smoothing: float = 0.0, tie_embeddings: bool = False, aux_loss_weight: float = 1.0,
@@ -146,6 +150,9 @@ class Seq2Seq(RecurrentTask):
             raise ValueError(f"dot attention needs hidden_size ({hidden_size}) = 2 * encoder_hidden_size "
                              f"({encoder_hidden_size}), the size of the bidirectional encoder outputs; set "
                              f"encoder_hidden_size to {hidden_size // 2} or use attention 'general' or 'additive'.")
+        if attention_query not in ("after", "before"):
+            raise ValueError(f"Unknown attention_query {attention_query!r}; use 'after' (Luong: the state after the "
+                             "step, input feeding) or 'before' (Bahdanau: the state before the step).")
         if tie_embeddings and not attentional_layer:
             raise ValueError("tie_embeddings needs the attentional layer (its output is what the softmax reads); set "
                              "attentional_layer true or tie_embeddings false.")
@@ -165,8 +172,10 @@ class Seq2Seq(RecurrentTask):
         enc_factory = self.cell_factory if encoder_cell is None else resolve_cell(encoder_cell)
         dec_factory = self.cell_factory if decoder_cell is None else resolve_cell(decoder_cell)
         memory_size = 2 * encoder_hidden_size
-        # what is fed back into the next step: the attentional vector, or (without that layer) the context
-        self.output_size = output_size if attentional_layer else memory_size
+        # what joins the embedding at the next step's input: the attentional vector (input feeding), or the
+        # context (without that layer; or with the query before the step, this step's own context)
+        self.query_before = attention_query == "before"
+        self.output_size = output_size if attentional_layer and not self.query_before else memory_size
 
         self.source_embedding = nn.Embedding(source_vocab_size, embedding_size, padding_idx=pad_id)
         self.target_embedding = nn.Embedding(target_vocab_size, embedding_size, padding_idx=pad_id)
@@ -310,6 +319,10 @@ class Seq2Seq(RecurrentTask):
         ``embedded_out`` = W_e E y + b (B, A). Returns the attentional vector (B, A), the new state, the
         attention weights (B, S) and the step's per-example auxiliary loss (or None)."""
         layers, feed = state
+        if self.query_before:  # Bahdanau: attend with s_{t−1}; c_t joins this step's input
+            context, weights = self.attention(self.decoder_cells[-1].output(layers[-1]), enc.proj_keys, enc.memory,
+                                              enc.mask)
+            feed = context
         x = torch.cat([embedded, feed], -1)
         new_layers, aux = [], None
         for i, c in enumerate(self.decoder_cells):
@@ -324,12 +337,13 @@ class Seq2Seq(RecurrentTask):
                 st = c.step(xp, layers[i])
             new_layers.append(st)
             x = c.output(st)
-        context, weights = self.attention(x, enc.proj_keys, enc.memory, enc.mask)
+        if not self.query_before:  # Luong: attend with s_t
+            context, weights = self.attention(x, enc.proj_keys, enc.memory, enc.mask)
         if self.combine_state is None:  # no attentional layer: the softmax reads [s_t; c_t; E y], c_t is fed back
             out = self.output_drop(torch.cat([x, context, embedded_out], -1))
             return out, (tuple(new_layers), context), weights, aux
         attentional = self.output_drop(torch.tanh(self.combine_state(torch.cat([x, context], -1)) + embedded_out))
-        return attentional, (tuple(new_layers), attentional), weights, aux
+        return attentional, (tuple(new_layers), context if self.query_before else attentional), weights, aux
 
     def _embed_target(self, tokens: Tensor) -> Tuple[Tensor, Tensor]:
         embedded = self.drop(self.target_embedding(tokens))
