@@ -36,3 +36,14 @@ def test_subclass_example_matches_the_tested_module():
     for line in example.strip().splitlines():
         if line.strip() and not line.startswith(("import", "from")):
             assert line.strip() in source, line
+
+
+def test_recurrent_snippet_runs_as_written():
+    exec(python_block_after("## Using it"), {})
+
+
+def test_the_readme_refers_only_to_files_in_the_repository():
+    root = Path(__file__).resolve().parents[1]
+    for link in re.findall(r"\]\(([^)#:]+)\)", README):
+        assert (root / link).exists(), link
+    assert "DESIGN.md" not in README and "my_package" not in README
