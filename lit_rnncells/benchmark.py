@@ -3,11 +3,15 @@ and the allocator setting they measure under."""
 from __future__ import annotations
 
 import ctypes
+import os
 import random
+import re
 import statistics
+import subprocess
 import sys
 import time
-from typing import Callable, Dict, List
+from pathlib import Path
+from typing import Callable, Dict, List, Sequence, Tuple
 
 import torch
 from torch.utils.flop_counter import FlopCounterMode
@@ -31,6 +35,10 @@ def input_macs(cell: RecurrentCell) -> int:
     return counter.get_total_flops() // 2
 
 
+GLIBC_KEEP_FREED = "glibc.malloc.mmap_threshold=1073741824:glibc.malloc.trim_threshold=1073741824"
+"""The ``GLIBC_TUNABLES`` value with the effect of :func:`keep_freed_memory`, for another process."""
+
+
 def keep_freed_memory() -> bool:
     """Ask glibc's malloc to keep freed memory for reuse (no trimming, no mmap below 1 GiB).
 
@@ -38,8 +46,7 @@ def keep_freed_memory() -> bool:
     page-faults its activations in again; on this project's (virtual) machine that cost up to
     30% of a CPU step and varied with the host's load. The benchmark scripts call this first
     (``--system-malloc`` turns it off) so they measure the cells, not the page faults. For
-    your own CPU training, the same setting without code: ``GLIBC_TUNABLES=
-    glibc.malloc.mmap_threshold=1073741824:glibc.malloc.trim_threshold=1073741824``.
+    your own CPU training, the same setting without code: ``GLIBC_TUNABLES=`` :data:`GLIBC_KEEP_FREED`.
     Returns whether it took effect (False off Linux/glibc).
     """
     if not sys.platform.startswith("linux"):
@@ -90,3 +97,20 @@ def interleaved_times(jobs: Dict[str, Callable[[], None]], repeats: int, warmup:
 def round_robin(jobs: Dict[str, Callable[[], None]], repeats: int, warmup: int = 1) -> Dict[str, float]:
     """Median seconds of each job over :func:`interleaved_times` rounds."""
     return {name: statistics.median(t) for name, t in interleaved_times(jobs, repeats, warmup).items()}
+
+
+def run_reference(script: Path, args: Sequence[str], system_malloc: bool) -> Tuple[str, Dict[str, str]]:
+    """Run a plain-PyTorch reference program (``../shared/anchors``) under the allocator setting our side
+    uses (:data:`GLIBC_KEEP_FREED` unless ``system_malloc``); echo its output and return it with the
+    ``key=value`` fields of its last line starting with ``ANCHOR``. One clear error if it fails."""
+    command = [sys.executable, str(script), *args]
+    env = dict(os.environ)
+    if not system_malloc:
+        env["GLIBC_TUNABLES"] = GLIBC_KEEP_FREED
+    print("reference:", " ".join(command), flush=True)
+    proc = subprocess.run(command, capture_output=True, text=True, env=env)
+    sys.stdout.write(proc.stdout)
+    found = re.findall(r"^ANCHOR \S+ (.*)$", proc.stdout, re.M)
+    if proc.returncode != 0 or not found:
+        raise SystemExit(f"The reference {script.name} failed (exit code {proc.returncode}):\n{proc.stderr[-3000:]}")
+    return proc.stdout, dict(kv.split("=", 1) for kv in found[-1].split())

@@ -20,8 +20,6 @@ import os
 import random
 import re
 import statistics
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional
@@ -29,15 +27,13 @@ from typing import Any, Dict, List, Optional
 import torch
 from lightning.pytorch import Callback, Trainer, seed_everything
 
-from lit_rnncells.benchmark import SYSTEM_MALLOC_HELP, allocator_setting
+from lit_rnncells.benchmark import GLIBC_KEEP_FREED, SYSTEM_MALLOC_HELP, allocator_setting, run_reference
 from lit_rnncells.data.sentiment import DocumentSentimentDataModule
 from lit_rnncells.tasks import DocumentClassifier
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("LIT_RNNCELLS_DATA", ROOT.parent / "shared" / "data"))
 ANCHOR = ROOT.parent / "shared" / "anchors" / "imdb_gru.py"
-GLIBC_KEEP = "glibc.malloc.mmap_threshold=1073741824:glibc.malloc.trim_threshold=1073741824"
-ANCHOR_LINE = re.compile(r"^ANCHOR imdb_gru (.*)$", re.M)
 EPOCH_LINE = re.compile(r"^epoch \d+ .* sec (\d+(?:\.\d+)?) tok/s (\d+)", re.M)
 
 
@@ -93,21 +89,10 @@ class EpochTimer(Callback):
 
 
 def run_anchor(args: argparse.Namespace) -> Dict[str, Any]:
-    cmd = [sys.executable, str(ANCHOR), "--epochs", str(args.epochs), "--threads", str(args.threads),
-           "--data", str(args.data), "--seed", str(args.seed)]
-    if args.limit:
-        cmd += ["--limit", str(args.limit)]
-    env = dict(os.environ)
-    if not args.system_malloc:
-        env["GLIBC_TUNABLES"] = GLIBC_KEEP
-    print("reference:", " ".join(cmd), flush=True)
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    sys.stdout.write(proc.stdout)
-    found = ANCHOR_LINE.search(proc.stdout)
-    if proc.returncode != 0 or not found:
-        raise SystemExit(f"The reference failed (exit code {proc.returncode}):\n{proc.stderr[-3000:]}")
-    fields = dict(kv.split("=", 1) for kv in found.group(1).split())
-    epochs = [float(m.group(1)) for m in EPOCH_LINE.finditer(proc.stdout)]
+    cmd = ["--epochs", str(args.epochs), "--threads", str(args.threads), "--data", str(args.data), "--seed",
+           str(args.seed)] + (["--limit", str(args.limit)] if args.limit else [])
+    stdout, fields = run_reference(ANCHOR, cmd, args.system_malloc)
+    epochs = [float(m.group(1)) for m in EPOCH_LINE.finditer(stdout)]
     return {"name": "reference nn.GRU (imdb_gru.py)", "test_acc": float(fields["test_acc"]),
             "val_acc": float(fields["val_acc"]), "tok_s": float(fields["train_tok_s"]),
             "sec_epoch": statistics.fmean(epochs) if epochs else float("nan")}
@@ -152,7 +137,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     rows = [run_anchor(args)] + [run_ours(cell, args) for cell in args.cells]
     ref = rows[0]
     size = f"{args.limit} sampled reviews per split" if args.limit else "full splits"
-    malloc_note = "" if args.system_malloc else f" (reference: GLIBC_TUNABLES={GLIBC_KEEP})"
+    malloc_note = "" if args.system_malloc else f" (reference: GLIBC_TUNABLES={GLIBC_KEEP_FREED})"
     print(f"\nIMDB, {args.epochs} epoch(s), {size}; {args.threads} threads for both; allocator: {allocator} for "
           f"both{malloc_note}; torch {torch.__version__}\n")
     print("| program | test acc (%) | val acc (%) | s / epoch | train tokens/s | tokens/s vs reference |")

@@ -31,8 +31,6 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import subprocess
-import sys
 import time
 from dataclasses import replace
 from functools import partial
@@ -42,7 +40,7 @@ from typing import Any, Dict, List, Optional
 import torch
 from lightning.pytorch import Callback, Trainer, seed_everything
 
-from lit_rnncells.benchmark import SYSTEM_MALLOC_HELP, allocator_setting
+from lit_rnncells.benchmark import GLIBC_KEEP_FREED, SYSTEM_MALLOC_HELP, allocator_setting, run_reference
 from lit_rnncells.data import TranslationDataModule
 from lit_rnncells.metrics import sacrebleu_corpus
 from lit_rnncells.nn.beam_search import search
@@ -51,8 +49,6 @@ from lit_rnncells.tasks import Seq2Seq
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("LIT_RNNCELLS_DATA", ROOT.parent / "shared" / "data"))
 ANCHOR = ROOT.parent / "shared" / "anchors" / "seq2seq_multi30k.py"
-GLIBC_KEEP = "glibc.malloc.mmap_threshold=1073741824:glibc.malloc.trim_threshold=1073741824"
-ANCHOR_LINE = re.compile(r"^ANCHOR seq2seq_multi30k (.*)$", re.M)
 DECODE_LINE = re.compile(r"decode sent/s (\d+(?:\.\d+)?)")
 EPOCH_LINE = re.compile(r"^epoch \d+ .* sec (\d+(?:\.\d+)?) tok/s", re.M)
 
@@ -78,23 +74,12 @@ class TrainTimer(Callback):
 
 
 def run_anchor(args: argparse.Namespace) -> Dict[str, Any]:
-    cmd = [sys.executable, str(ANCHOR), "--data", str(args.data) + "/", "--epochs", str(args.epochs),
-           "--threads", str(args.threads), "--seed", str(args.seed), "--emb", str(args.emb), "--hid", str(args.hid),
-           "--batch", "128", "--vocab", str(args.vocab), "--cap_min", "1e9"]
-    if args.limit:
-        cmd += ["--limit", str(args.limit)]
-    env = dict(os.environ)
-    if not args.system_malloc:
-        env["GLIBC_TUNABLES"] = GLIBC_KEEP
-    print("reference:", " ".join(cmd), flush=True)
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    sys.stdout.write(proc.stdout)
-    found = ANCHOR_LINE.search(proc.stdout)
-    if proc.returncode != 0 or not found:
-        raise SystemExit(f"The reference failed (exit code {proc.returncode}):\n{proc.stderr[-3000:]}")
-    fields = dict(kv.split("=", 1) for kv in found.group(1).split())
-    decode = DECODE_LINE.search(proc.stdout)
-    epochs = [float(m.group(1)) for m in EPOCH_LINE.finditer(proc.stdout)]
+    cmd = ["--data", str(args.data) + "/", "--epochs", str(args.epochs), "--threads", str(args.threads), "--seed",
+           str(args.seed), "--emb", str(args.emb), "--hid", str(args.hid), "--batch", "128", "--vocab",
+           str(args.vocab), "--cap_min", "1e9"] + (["--limit", str(args.limit)] if args.limit else [])
+    stdout, fields = run_reference(ANCHOR, cmd, args.system_malloc)
+    decode = DECODE_LINE.search(stdout)
+    epochs = [float(m.group(1)) for m in EPOCH_LINE.finditer(stdout)]
     return {"name": "reference (seq2seq_multi30k.py, nn.GRU)", "bleu": float(fields["test_bleu"]), "beam": None,
             "val_loss": float(fields["val_loss"]), "tok_s": float(fields["train_tok_s"]),
             "sec_epoch": sum(epochs) / len(epochs) if epochs else float("nan"),
@@ -199,7 +184,7 @@ def main(argv: Optional[List[str]] = None) -> None:
           f"{dm.target_vocab_size}, batch 128, dropout 0.5 on embeddings, softmax on [s; c; E y], Adam 1e-3, "
           f"clip 1; {args.threads} threads for both; "
           f"allocator: {allocator} for both"
-          f"{'' if args.system_malloc else ' (reference: GLIBC_TUNABLES=' + GLIBC_KEEP + ')'}; "
+          f"{'' if args.system_malloc else ' (reference: GLIBC_TUNABLES=' + GLIBC_KEEP_FREED + ')'}; "
           f"torch {torch.__version__}; "
           f"sacreBLEU {ours['signature']}\n")
     print("| program | test BLEU greedy | test BLEU beam 5 | val loss | s / epoch | train target tokens/s | "
