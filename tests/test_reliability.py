@@ -103,7 +103,8 @@ def test_sigterm_saves_a_checkpoint_exits_143_and_resuming_gives_the_uninterrupt
 
 @pytest.mark.real_data
 @pytest.mark.slow
-def test_a_real_sigterm_to_the_process_saves_and_exits_143(data_dir, tmp_path):
+@pytest.mark.parametrize("signum, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)], ids=["SIGTERM", "SIGINT"])
+def test_a_real_signal_to_the_process_saves_and_exits_with_its_code(data_dir, tmp_path, signum, code):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "WANDB_MODE": "disabled"}
     started = tmp_path / "losses.jsonl"
     proc = subprocess.Popen([sys.executable, "-m", "lit_rnncells", *small_lm(tmp_path), "--trainer.max_steps",
@@ -112,9 +113,9 @@ def test_a_real_sigterm_to_the_process_saves_and_exits_143(data_dir, tmp_path):
     deadline = time.time() + 240
     while time.time() < deadline and not started.exists():
         time.sleep(0.2)  # training has started once the first loss is recorded
-    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(signum)
     _, err = proc.communicate(timeout=240)
-    assert proc.returncode == 143, err[-2000:]
+    assert proc.returncode == code, err[-2000:]
     assert "saved a resumable checkpoint" in err
     assert list(tmp_path.rglob("interrupted.ckpt"))
 
