@@ -63,8 +63,10 @@ class LoggerConfigCallback(SaveConfigCallback):
 
     def on_fit_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
         """Checkpoint folders are resolved by now (ModelCheckpoint.setup ran)."""
-        if trainer.is_global_zero and self.saved_to is None:
-            folder = run_directory(trainer)
+        if self.saved_to is not None:
+            return
+        folder = run_directory(trainer)  # on every rank: without checkpointing, trainer.log_dir broadcasts
+        if trainer.is_global_zero:
             folder.mkdir(parents=True, exist_ok=True)
             self.saved_to = unused_path(folder / self.config_filename)
             self.parser.save(self.config, str(self.saved_to), skip_none=False, multifile=False)
@@ -163,8 +165,9 @@ class LitRNNCellsCLI(LightningCLI):
         if self.config.get(self.subcommand, {}).get("test_after_fit"):
             self.trainer.test(self.model, datamodule=self.datamodule, verbose=False)
             self._print_metrics("test")
+        summary = fit_summary(self.trainer, self.save_config_callback_instance())  # every rank: may broadcast
         if self.trainer.is_global_zero:
-            print(fit_summary(self.trainer, self.save_config_callback_instance()), flush=True)
+            print(summary, flush=True)
 
     def save_config_callback_instance(self) -> Optional[LoggerConfigCallback]:
         return next((c for c in self.trainer.callbacks if isinstance(c, LoggerConfigCallback)), None)

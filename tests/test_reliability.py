@@ -223,3 +223,29 @@ def test_fit_saves_its_config_in_its_own_folder_and_prints_where_and_how_to_resu
     resume = next(line for line in out.splitlines() if line.startswith("Resume it: "))
     assert "--ckpt_path" in resume and not (tmp_path / "config.yaml").exists()
     assert run(resume.split()[5:]) == 0  # the printed command runs as printed
+
+
+@pytest.mark.real_data
+@pytest.mark.slow
+def test_ddp_on_two_processes_takes_the_same_steps_as_one_process_on_the_same_global_batch(data_dir, tmp_path):
+    """LM: 2 ranks × 4 streams and 1 rank × 8 streams see the same 8 streams each step; DDP's averaged
+    gradients then equal the single process's, so the weights after 3 SGD steps agree."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "WANDB_MODE": "disabled"}
+    weights = {}
+    for devices, batch in ((1, 8), (2, 4)):
+        out = tmp_path / f"weights_{devices}.pt"
+        args = small_lm(tmp_path / f"run{devices}") + [
+            "--trainer.max_steps", "3", "--trainer.devices", str(devices), "--data.init_args.batch_size", str(batch),
+            "--model.init_args.optimizer", "torch.optim.SGD", "--model.init_args.optimizer.init_args.lr", "0.5",
+            "--trainer.enable_checkpointing", "false", "--trainer.callbacks", "null",
+            *with_callbacks({"class_path": "tests.examples.recorders.SaveWeightsAtEnd",
+                             "init_args": {"path": str(out)}})]
+        if devices > 1:
+            args += ["--trainer.strategy", "ddp"]
+        proc = subprocess.run([sys.executable, "-m", "lit_rnncells", *args], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        weights[devices] = torch.load(out, weights_only=True)
+    start = torch.load(out, weights_only=True)  # (any) to name the keys
+    for key in start:
+        torch.testing.assert_close(weights[2][key], weights[1][key], atol=2e-6, rtol=1e-5)

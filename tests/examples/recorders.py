@@ -32,3 +32,16 @@ class SigtermAtStep(Callback):
                            batch_idx: int) -> None:
         if trainer.global_step >= self.step:
             trainer._signal_connector.received_sigterm = True
+
+
+class SaveWeightsAtEnd(Callback):
+    """Rank 0 saves the model's state_dict to ``path`` when training ends (to compare runs' weights)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def on_train_end(self, trainer: Trainer, pl_module: LightningModule) -> None:
+        if trainer.global_rank == 0:
+            import torch
+
+            torch.save({k: v.detach().cpu() for k, v in pl_module.state_dict().items()}, self.path)
