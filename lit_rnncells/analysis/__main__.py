@@ -1,0 +1,41 @@
+"""``python -m lit_rnncells.analysis <figure> ...``: every module of this package that registers a figure."""
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import pkgutil
+import sys
+from typing import List, Optional
+
+from . import common
+
+
+def load_figures() -> None:
+    """Import every module of the package, so each registers its figures."""
+    package = __name__.rpartition(".")[0]
+    for info in pkgutil.iter_modules(sys.modules[package].__path__):
+        if info.name not in {"common", "__main__"}:
+            importlib.import_module(f"{package}.{info.name}")
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    load_figures()
+    parser = argparse.ArgumentParser(prog="python -m lit_rnncells.analysis",
+                                     description="Draw a paper's analysis figure from trained checkpoints.")
+    sub = parser.add_subparsers(dest="figure", required=True, metavar="FIGURE")
+    for name, fig in sorted(common.FIGURES.items()):
+        fig.add_arguments(sub.add_parser(name, help=fig.help, description=fig.help))
+    args = parser.parse_args(argv)
+    try:
+        common.FIGURES[args.figure].run(args)
+    except (ValueError, FileNotFoundError) as error:
+        if os.environ.get("LIT_RNNCELLS_TRACEBACK"):
+            raise
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

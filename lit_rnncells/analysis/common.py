@@ -1,0 +1,95 @@
+"""What every analysis figure shares: the figure registry, loading a task from a checkpoint, saving a PNG."""
+from __future__ import annotations
+
+import argparse
+import importlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Dict, Optional, Tuple
+
+from lightning.pytorch import LightningModule
+
+from ..data.checkpoint_state import read_checkpoint
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A registered analysis command: ``add_arguments`` fills its parser, ``run`` draws from the parsed args."""
+
+    name: str
+    help: str
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], Any]
+
+
+FIGURES: Dict[str, Figure] = {}
+
+
+def figure(name: str, help: str, add_arguments: Callable[[argparse.ArgumentParser], None]
+           ) -> Callable[[Callable[[argparse.Namespace], Any]], Callable[[argparse.Namespace], Any]]:
+    """Register ``run(args)`` as ``python -m lit_rnncells.analysis <name>``."""
+
+    def register(run: Callable[[argparse.Namespace], Any]) -> Callable[[argparse.Namespace], Any]:
+        if name in FIGURES:
+            raise ValueError(f"An analysis figure named {name!r} is already registered.")
+        FIGURES[name] = Figure(name, help, add_arguments, run)
+        return run
+
+    return register
+
+
+def task_class(checkpoint: Dict[str, Any], path: str) -> type:
+    """The task class that wrote ``checkpoint`` (``RecurrentTask.on_save_checkpoint`` records it)."""
+    qualified = checkpoint.get("lit_rnncells_task")
+    if not qualified:
+        raise ValueError(f"{path!r} was not written by a lit_rnncells task; pass a checkpoint that "
+                         "`python -m lit_rnncells fit` saved.")
+    module, _, name = qualified.rpartition(".")
+    return getattr(importlib.import_module(module), name)
+
+
+def load_task(path: str, expected: Optional[type] = None) -> Tuple[LightningModule, Dict[str, Any]]:
+    """The task a checkpoint holds, on CPU in eval mode, and the raw checkpoint (its DataModule state too).
+
+    ``expected`` (a task class) gives one clear error when the checkpoint is of another task."""
+    checkpoint = read_checkpoint(path)
+    cls = task_class(checkpoint, path)
+    if expected is not None and not issubclass(cls, expected):
+        raise ValueError(f"{path!r} holds a {cls.__name__}; this figure needs a {expected.__name__} checkpoint.")
+    model = cls.load_from_checkpoint(path, map_location="cpu", weights_only=True)
+    model.eval()
+    return model, checkpoint
+
+
+def datamodule_state(checkpoint: Dict[str, Any], name: str) -> Dict[str, Any]:
+    """The state a DataModule class named ``name`` saved in the checkpoint (vocabulary, tokenizers, ...)."""
+    if name not in checkpoint:
+        saved = sorted(k for k in checkpoint if isinstance(k, str) and k.endswith("DataModule"))
+        raise ValueError(f"The checkpoint holds no {name} state (it has: {', '.join(saved) or 'none'}); pass a "
+                         "checkpoint trained with that DataModule.")
+    return checkpoint[name]
+
+
+def save_figure(fig: Any, output: str | Path, *, wandb_key: Optional[str] = None) -> Path:
+    """Write ``fig`` as a PNG at ``output`` (folders made), close it, and log it to W&B when a run is active."""
+    import matplotlib.pyplot as plt
+
+    path = Path(output)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    try:
+        import wandb
+
+        if wandb.run is not None:
+            wandb.log({wandb_key or f"analysis/{path.stem}": wandb.Image(str(path))})
+    except ImportError:  # wandb is a dependency, but a figure never fails for want of it
+        pass
+    return path
+
+
+def checkpoint_label(path: str | Path) -> str:
+    """A short name for a checkpoint in titles and legends: ``<run folder>/<file>``."""
+    p = Path(path)
+    return f"{p.parent.parent.name}/{p.name}" if p.parent.name == "checkpoints" else f"{p.parent.name}/{p.name}"
