@@ -10,7 +10,7 @@ from torch import Tensor, nn
 from torch.autograd.function import once_differentiable
 from torch.nn import functional as F
 
-from .base import RecurrentCell
+from .base import RecurrentCell, State
 from .registry import register_cell
 
 CompositionOp = Callable[[Tensor, Tensor], Tensor]
@@ -85,6 +85,9 @@ class MuFuRU(RecurrentCell):
     Inside the layer's time loop (:meth:`stepping`) the gradient of ``weight_hs`` is
     computed once for all steps (see :class:`_StateMapGradient`); values and gradients
     are those of the plain step loop.
+
+    The op weights p (eq. 3) of every step can be read for plots (the paper's Figure 1b)
+    with :func:`composition_weights`, which records them only inside its own call.
     """
 
     recurrent_weights = ("weight_hs", "weight_hv")  # hidden-to-hidden maps, for DropConnect
@@ -110,6 +113,7 @@ class MuFuRU(RecurrentCell):
         self.weight_hv = nn.Parameter(torch.empty(h, h))
         self._op_fns = [_OPS[o] for o in ops]
         self._loop_states: Optional[List[Tensor]] = None  # the states the steps saw, inside stepping()
+        self._op_weight_log: Optional[List[Tensor]] = None  # p of each step, inside recording_op_weights()
         if all(o in _BASIS_COEFFICIENTS for o in ops):
             coefficients = torch.tensor([_BASIS_COEFFICIENTS[o] for o in ops])  # (l, 4)
             self._terms = [k for k in range(len(BASIS)) if coefficients[:, k].any()]
@@ -157,6 +161,8 @@ class MuFuRU(RecurrentCell):
         v = torch.tanh(torch.addmm(x_v, r * state, self.weight_hv.t()))
         logits = (x_p + hs_p).view(-1, len(self.ops), h)
         p = torch.softmax(logits, dim=1)
+        if self._op_weight_log is not None:
+            self._op_weight_log.append(p.detach())
         if self.basis is None:
             return sum(p[:, j] * fn(state, v) for j, fn in enumerate(self._op_fns))
         if not self._terms:
@@ -174,8 +180,40 @@ class MuFuRU(RecurrentCell):
             return v
         return (s - v).abs() if k == 2 else s * v
 
+    @contextmanager
+    def recording_op_weights(self) -> Iterator[List[Tensor]]:
+        """Within the block, every step appends its detached op weights p ``(B, l, H)`` (ops in the
+        order of ``self.ops``, eq. 3) to the yielded list. Prefer :func:`composition_weights`."""
+        log: List[Tensor] = []
+        previous, self._op_weight_log = self._op_weight_log, log
+        try:
+            yield log
+        finally:
+            self._op_weight_log = previous
+
     def extra_repr(self) -> str:
         return f"{self.input_size}, {self.hidden_size}, ops={list(self.ops)}"
+
+
+def composition_weights(module: nn.Module, x: Tensor, state: Optional[State] = None,
+                        lengths: Optional[Tensor] = None, *, layer: int = 0, direction: int = 0) -> Tensor:
+    """The op weights p (mufuru.md eq. 3) of every step: ``(B, T, l, H)``, ops in ``cell.ops`` order.
+
+    ``module`` is a :class:`MuFuRU` cell (``x`` is then ``(B, T, input_size)``) or a ``Recurrent``
+    layer around one (``x`` as its ``forward`` takes it; ``layer`` and ``direction`` pick the cell).
+    Runs without gradients; padded steps give zeros. For plots like the paper's Figure 1b.
+    """
+    from .recording import record_steps  # a cell module does not import the layer at import time
+
+    cell = module if isinstance(module, MuFuRU) else None
+    if cell is None:
+        if not callable(getattr(module, "cell", None)):
+            raise TypeError(f"composition_weights takes a MuFuRU cell or a Recurrent layer, "
+                            f"got {type(module).__name__}.")
+        cell = module.cell(layer, direction)
+        if not isinstance(cell, MuFuRU):
+            raise TypeError(f"Layer {layer}, direction {direction} holds a {type(cell).__name__}, not a MuFuRU.")
+    return record_steps(module, cell, cell.recording_op_weights, x, state, lengths, direction)
 
 
 class _StateMapGradient(torch.autograd.Function):

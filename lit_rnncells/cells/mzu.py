@@ -10,13 +10,14 @@ auxiliary loss.
 from __future__ import annotations
 
 import math
-from typing import Any, Optional, Tuple
+from contextlib import contextmanager
+from typing import Any, Iterator, List, Optional, Tuple
 
 import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
 
-from .base import RecurrentCell, check_positive, check_probability
+from .base import RecurrentCell, State, check_positive, check_probability
 from .classic import gru_update
 from .mzu_functions import ZoneFunctions
 from .registry import register_cell
@@ -101,6 +102,10 @@ class MZU(RecurrentCell):
       gain and bias per depth (as layer-normalised GRUs do);
     - ``candidate_dropout``: dropout on ``h~`` before the gated update (training only,
       a fresh mask per step and depth).
+
+    For plots (the paper's Figure 3), :func:`candidate_activations` records ``h~`` of every
+    step and depth with the new state, and :meth:`zone_slices` gives the zones' parts of the
+    hidden vector.
     """
 
     aux_loss_name = "zone_disagreement"
@@ -135,6 +140,7 @@ class MZU(RecurrentCell):
         self.blocks = nn.ModuleList(
             MZUBlock(hidden_size, zoned=zoned, layer_norm=layer_norm, composition=self.composition, zones=zones,
                      filter_size=filter_size, **composition_options) for _ in range(n_blocks))
+        self._candidate_log: Optional[List[Tuple[Tensor, Tensor]]] = None  # inside recording_candidates()
 
     def block(self, depth: int) -> MZUBlock:
         """The parameters used at transition depth ``depth`` (0 = the MZU cell)."""
@@ -146,12 +152,15 @@ class MZU(RecurrentCell):
 
     def _run(self, x_proj_t: Tensor, h: Tensor, with_aux: bool) -> Tuple[Tensor, Optional[Tensor]]:
         aux: Optional[Tensor] = None
+        recorded: Optional[List[Tensor]] = [] if self._candidate_log is not None else None
         for depth in range(self.transition_depth + 1):
             block = self.block(depth)
             gen_in = x_proj_t if depth == 0 else block.bias
             gen = torch.addmm(gen_in, h, block.weight_hh.t())
             pre, mean_cos = block.pre_activations(gen, with_aux)
             cand = torch.tanh(pre[0])
+            if recorded is not None:
+                recorded.append(cand.detach())
             if self.candidate_dropout > 0 and self.training:
                 cand = F.dropout(cand, self.candidate_dropout, training=True)
             h = torch.addcmul(h, torch.sigmoid(pre[1]), cand - h)
@@ -159,6 +168,8 @@ class MZU(RecurrentCell):
                 aux = mean_cos if aux is None else aux + mean_cos
         if aux is not None:
             aux = aux * self.disagreement_weight
+        if recorded is not None and self._candidate_log is not None:
+            self._candidate_log.append((torch.stack(recorded, dim=1), h.detach()))
         return h, aux
 
     def step(self, x_proj_t: Tensor, state: Tensor) -> Tensor:
@@ -167,6 +178,24 @@ class MZU(RecurrentCell):
     def step_with_aux(self, x_proj_t: Tensor, state: Tensor) -> Tuple[Tensor, Optional[Tensor]]:
         """The new state and ``λ Σ`` mean zone cosines per example ``(B,)`` (``None`` when λ = 0)."""
         return self._run(x_proj_t, state, self.has_aux_loss)
+
+    def zone_slices(self) -> List[slice]:
+        """The N zones' parts of a ``d_h`` vector (``h``, ``h~``): contiguous blocks of ``d_z = d_h / N``,
+        zone i at ``[i d_z, (i + 1) d_z)``, the layout zone generation (eq. 4) reshapes into zones."""
+        size = self.hidden_size // self.zones
+        return [slice(i * size, (i + 1) * size) for i in range(self.zones)]
+
+    @contextmanager
+    def recording_candidates(self) -> Iterator[List[Tuple[Tensor, Tensor]]]:
+        """Within the block, every step appends ``(h~ (B, L + 1, d_h), h (B, d_h))`` (detached) to the
+        yielded list: the candidate activation of each depth (before ``candidate_dropout``) and the
+        step's new state. Prefer :func:`candidate_activations`, which uses this."""
+        log: List[Tuple[Tensor, Tensor]] = []
+        previous, self._candidate_log = self._candidate_log, log
+        try:
+            yield log
+        finally:
+            self._candidate_log = previous
 
     def extra_repr(self) -> str:
         opts = [f"zones={self.zones}", f"filter_size={self.filter_size}",
@@ -177,6 +206,30 @@ class MZU(RecurrentCell):
         if self.candidate_dropout:
             opts.append(f"candidate_dropout={self.candidate_dropout}")
         return f"{self.input_size}, {self.hidden_size}, " + ", ".join(opts)
+
+
+def candidate_activations(module: nn.Module, x: Tensor, state: Optional[State] = None,
+                          lengths: Optional[Tensor] = None, *, layer: int = 0, direction: int = 0
+                          ) -> Tuple[Tensor, Tensor]:
+    """The candidate activations h~ (mzu.md eq. 2) and hidden states of every step:
+    ``(B, T, L + 1, d_h)`` (depth 0 is the MZU cell, 1 … L its transition depths) and ``(B, T, d_h)``.
+
+    ``module`` is an :class:`MZU` cell (``x`` is then ``(B, T, input_size)``) or a ``Recurrent``
+    layer around one (``x`` as its ``forward`` takes it; ``layer`` and ``direction`` pick the cell).
+    Runs without gradients; padded steps give zeros. For plots like the paper's Figure 3.
+    """
+    from .recording import record_steps  # a cell module does not import the layer at import time
+
+    cell = module if isinstance(module, MZU) else None
+    if cell is None:
+        if not callable(getattr(module, "cell", None)):
+            raise TypeError(f"candidate_activations takes an MZU cell or a Recurrent layer, "
+                            f"got {type(module).__name__}.")
+        cell = module.cell(layer, direction)
+        if not isinstance(cell, MZU):
+            raise TypeError(f"Layer {layer}, direction {direction} holds a {type(cell).__name__}, not an MZU.")
+    candidates, states = record_steps(module, cell, cell.recording_candidates, x, state, lengths, direction)
+    return candidates, states
 
 
 def _divisor_near(n: int, k: int) -> int:

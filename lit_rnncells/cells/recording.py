@@ -1,0 +1,76 @@
+"""Run a cell, or the ``Recurrent`` layer around it, while the cell records something per step.
+
+Shared by the cells' plotting hooks (:func:`~.mufuru.composition_weights`,
+:func:`~.mzu.candidate_activations`): the cell appends one entry per step to the list its
+``recording_*()`` context manager yields; this module runs the steps and returns the entries in
+input order, batch first, zero at padded steps.
+"""
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from typing import Callable, List, Optional, Tuple, Union
+
+import torch
+from torch import Tensor, nn
+
+from .base import RecurrentCell, State
+
+Entry = Union[Tensor, Tuple[Tensor, ...]]
+"""What a cell records per step: one ``(B, ...)`` tensor or a tuple of them."""
+
+
+def record_steps(module: nn.Module, cell: RecurrentCell,
+                 recording: Callable[[], AbstractContextManager[List[Entry]]], x: Tensor,
+                 state: Optional[State] = None, lengths: Optional[Tensor] = None, direction: int = 0
+                 ) -> Union[Tensor, Tuple[Tensor, ...]]:
+    """Run ``module`` (``cell`` itself, ``x`` batch first ``(B, T, input_size)``, or a ``Recurrent``
+    layer holding ``cell`` at ``direction``) without gradients inside ``recording()``, and return the
+    recorded entries stacked ``(B, T, ...)`` in input order (a tuple if the cell records tuples)."""
+    from ..nn.recurrent import run_cell  # the layer imports the cells: import it only when used
+
+    with torch.no_grad(), recording() as log:
+        if module is cell:
+            steps = x.shape[1]
+            if state is None:
+                state = cell.initial_state(x.shape[0], device=x.device, dtype=x.dtype)
+            mask = None
+            if lengths is not None:
+                mask = torch.arange(steps, device=x.device).unsqueeze(1) < torch.as_tensor(
+                    lengths, device=x.device).unsqueeze(0)
+            run_cell(cell, x.transpose(0, 1), state, mask)
+            batch = x.shape[0]
+        else:
+            module(x, state, lengths)
+            batch = x.shape[0] if getattr(module, "batch_first", False) else x.shape[1]
+    if not log:
+        raise ValueError("The input has no steps; pass at least one token.")
+    columns = list(zip(*log)) if isinstance(log[0], tuple) else [log]
+    out = []
+    for column in columns:
+        steps_first = torch.stack(list(column))  # (T, B, ...) in processing order
+        if direction == 1 and module is not cell:
+            steps_first = _unreverse(steps_first, lengths)
+        out.append(_mask(steps_first.transpose(0, 1), lengths))
+    assert out[0].shape[0] == batch
+    return tuple(out) if isinstance(log[0], tuple) else out[0]
+
+
+def _mask(values: Tensor, lengths: Optional[Tensor]) -> Tensor:
+    """Zero ``values`` ``(B, T, ...)`` at padded steps."""
+    if lengths is None:
+        return values
+    lengths = torch.as_tensor(lengths, device=values.device)
+    real = torch.arange(values.shape[1], device=values.device).unsqueeze(0) < lengths.unsqueeze(1)
+    return values * real.view(*real.shape, *([1] * (values.dim() - 2))).to(values.dtype)
+
+
+def _unreverse(values: Tensor, lengths: Optional[Tensor]) -> Tensor:
+    """Undo the backward direction's reversal (within each length) of ``values`` ``(T, B, ...)``."""
+    if lengths is None:
+        return values.flip(0)
+    lengths = torch.as_tensor(lengths, device=values.device)
+    t = torch.arange(values.shape[0], device=values.device).unsqueeze(1)
+    rev = lengths.unsqueeze(0) - 1 - t
+    index = torch.where(rev >= 0, rev, t)
+    index = index.view(*index.shape, *([1] * (values.dim() - 2))).expand_as(values)
+    return values.gather(0, index)
