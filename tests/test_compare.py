@@ -1,0 +1,114 @@
+"""The comparison runner at a tiny budget: CSV, summary table, curves, resume, bad input; CARU Fig. 2 figure."""
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from lit_rnncells import compare as cmp
+from lit_rnncells.analysis import common
+from lit_rnncells.analysis.accuracy_per_epoch import accuracy_per_epoch
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIG = str(ROOT / "configs" / "logic" / "gru.yaml")
+TINY = ["--data.init_args.train_size", "64", "--data.init_args.val_size", "32", "--data.init_args.test_size", "32",
+        "--trainer.enable_progress_bar", "false"]
+ENV = {"WANDB_MODE": "disabled", "OMP_NUM_THREADS": "1"}
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def run_sweep(out: Path) -> tuple[list, str]:
+    log = io.StringIO()
+    rows = cmp.compare(CONFIG, ["GRU", "MuFuRU"], seeds=[1], budget="epochs=2", out=out, hidden_size=4,
+                       extra=TINY, test_every_epoch=True, env=ENV, log=log)
+    return rows, log.getvalue()
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory):
+    os.environ["WANDB_MODE"] = "disabled"
+    out = tmp_path_factory.mktemp("compare")
+    rows, log = run_sweep(out)
+    return out, rows, log
+
+
+def test_outputs_csv_table_and_curves(sweep):
+    out, rows, _ = sweep
+    with open(out / "runs.csv") as f:
+        csv_rows = list(csv.DictReader(f))
+    assert sorted((r["cell"], r["seed"]) for r in csv_rows) == [("GRU", "1"), ("MuFuRU", "1")]
+    assert len(rows) == 2
+    for row in csv_rows:
+        result = json.loads((out / row["run_id"] / "result.json").read_text())
+        assert int(row["hidden_size"]) == result["hidden_size"] == 4
+        assert int(row["params"]) == result["params"] > 0
+        assert int(row["epochs"]) == result["epochs"] == 2
+        assert int(row["steps"]) == result["steps"] == 4  # 64 formulas, batch 32, 2 epochs
+        assert float(row["test/acc"]) == pytest.approx(result["test"]["test/acc"])
+        assert float(row["best val/acc"]) == pytest.approx(result["best val/acc"])
+        assert float(row["tokens_per_s"]) > 0
+        curves = json.loads((out / row["run_id"] / "curves.json").read_text())
+        assert [p["step"] for p in curves["validation"]] == [2, 4]
+        assert max(p["val/acc"] for p in curves["validation"]) == pytest.approx(result["best val/acc"])
+        assert [p["epoch"] for p in curves["test"]] == [0, 1]
+    assert int(csv_rows[0]["params"]) != int(csv_rows[1]["params"])  # GRU and MuFuRU at 4 differ
+    summary = (out / "summary.md").read_text()
+    assert "| GRU | 4 |" in summary and "| MuFuRU | 4 |" in summary and "epochs=2" in summary
+    for name in ("curves_steps.png", "curves_seconds.png"):
+        data = (out / name).read_bytes()
+        assert data[:8] == PNG and len(data) > 5000
+
+
+def test_resume_skips_finished_runs_and_redoes_the_missing_one(sweep):
+    out, rows, _ = sweep
+    kept, redone = (out / r["run_id"] / "result.json" for r in rows)
+    kept_mtime = kept.stat().st_mtime_ns
+    redone.unlink()
+    rows_again, log = run_sweep(out)
+    assert kept.stat().st_mtime_ns == kept_mtime
+    assert redone.is_file()
+    assert log.count("finished earlier, kept") == 1 and log.count(" done in ") == 1
+    assert [r["run_id"] for r in rows_again] == [r["run_id"] for r in rows]
+
+
+def test_accuracy_per_epoch_figure(sweep, tmp_path):
+    out, rows, _ = sweep
+    output = tmp_path / "fig.png"
+    means = accuracy_per_epoch(argparse.Namespace(runs=str(out), metric="test/acc", output=str(output)))
+    assert set(means) == {"GRU", "MuFuRU"} and all(list(m) == [1, 2] for m in means.values())
+    final = {r["cell"]: json.loads((out / r["run_id"] / "curves.json").read_text())["test"][-1]["test/acc"]
+             for r in rows}
+    assert means["GRU"][2] == pytest.approx(final["GRU"])
+    assert output.read_bytes()[:8] == PNG
+    assert "accuracy-per-epoch" in common.FIGURES
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["--config", CONFIG, "--cells", "GRUU"], "Did you mean 'GRU'"),
+    (["--config", "configs/logic/nope.yaml", "--cells", "GRU"], "does not exist"),
+    (["--config", CONFIG, "--cells", "GRU", "--budget", "epochs20"], "--budget 'epochs20'"),
+    (["--config", CONFIG, "--cells", "GRU", "--budget", "hours=2"], "KIND=N"),
+    (["--config", CONFIG, "--cells", "GRU", "--vary", "train_size=1,2"], "dotted CLI key"),
+    (["--config", CONFIG, "--cells", "GRU", "--match-params", "GRU@x"], "CELL@HIDDEN"),
+    (["--config", CONFIG, "--cells", "GRU", "--seeds", "two"], "invalid int value"),
+])
+def test_bad_input_is_one_line_and_exit_2(argv, expected, capsys, tmp_path):
+    assert cmp.main(argv + ["--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert expected in err and err.startswith("error: ") and len(err.splitlines()) == 1
+    assert not list(tmp_path.glob("*/spec.json"))
+
+
+def test_budget_and_grid_syntax():
+    assert cmp.Budget.parse("time=3725").cli_args()[:2] == ["--trainer.max_time", "00:01:02:05"]
+    assert cmp.Budget.parse("steps=7").cli_args()[:2] == ["--trainer.max_steps", "7"]
+    grid = cmp.parse_vary(["data.init_args.test_gates=[11,20],[21,40]", "data.init_args.train_size=100,300"])
+    assert grid == [("data.init_args.test_gates", ["[11,20]", "[21,40]"]),
+                    ("data.init_args.train_size", ["100", "300"])]
+    assert cmp.check_cell("MultiChannel(cell=GRU,block_size=3)") == {
+        "class_path": "MultiChannel", "init_args": {"cell": "GRU", "block_size": 3}}
