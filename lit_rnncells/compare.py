@@ -115,7 +115,8 @@ def check_cell(spec: str) -> Any:
 def cell_label(cell: Any) -> str:
     """A short, file-name-safe label of a cell spec: ``GRU``, ``MultiChannel-cell=GRU-block_size=3``."""
     if isinstance(cell, dict):
-        opts = "-".join(f"{k}={v}" for k, v in cell.get("init_args", {}).items())
+        opts = "-".join(f"{k}={cell_label(v) if isinstance(v, dict) and 'class_path' in v else v}"
+                        for k, v in (cell.get("init_args") or {}).items())
         return cell_name(cell) + (f"-{opts}" if opts else "")
     return cell_name(cell)
 
@@ -145,11 +146,11 @@ class RunSpec:
     run_id: str
     folder: str
     config: str
-    cell: Any
+    cell: Any  # None: the config's own cell
     seed: int
     grid: Dict[str, str]
-    hidden_size: Optional[int]
-    budget: str
+    hidden_size: Optional[int]  # None: the config's own size
+    budget: Optional[str]  # None: the config's own max_epochs / max_steps
     monitor: str
     mode: str
     test_every_epoch: bool = False
@@ -158,10 +159,11 @@ class RunSpec:
     match: Optional[Dict[str, Any]] = None
 
     def cli_args(self) -> List[str]:
-        cell = self.cell if isinstance(self.cell, str) else json.dumps(self.cell)
-        args = ["--config", self.config, "--seed_everything", str(self.seed),
-                "--trainer.default_root_dir", self.folder, *Budget.parse(self.budget).cli_args(),
-                "--model.init_args.cell", cell]
+        args = ["--config", self.config, "--seed_everything", str(self.seed), "--trainer.default_root_dir", self.folder]
+        if self.budget:
+            args += Budget.parse(self.budget).cli_args()
+        if self.cell is not None:
+            args += ["--model.init_args.cell", self.cell if isinstance(self.cell, str) else json.dumps(self.cell)]
         if self.hidden_size is not None:
             args += ["--model.init_args.hidden_size", str(self.hidden_size)]
         for key, value in self.grid.items():
@@ -206,7 +208,9 @@ def run_child(spec: RunSpec) -> Dict[str, Any]:
             curves.add_test(int(found[1]), int(found[2]), metrics)
             path.unlink()  # the numbers are kept; the weights would fill the disk
     tested = trainer.test(model, datamodule=cli.datamodule, ckpt_path=best.best_model_path, verbose=False)[0]
-    result = {**asdict(spec), "cell": cell_label(spec.cell), "cell_spec": spec.cell,
+    own_cell = model.hparams.get("cell")
+    cell = spec.cell if spec.cell is not None else own_cell if isinstance(own_cell, (str, dict)) else type(model).__name__
+    result = {**asdict(spec), "cell": cell_label(cell), "cell_spec": cell,
               "hidden_size": int(model.hparams.get("hidden_size", spec.hidden_size or 0)),
               "params": count_parameters(model), "steps": steps, "epochs": epochs, "seconds": seconds,
               "tokens_per_s": curves.tokens_per_second, f"best {spec.monitor}": float(best.best_model_score),
@@ -403,6 +407,31 @@ def log_to_wandb(out: Path, config: str, rows: List[Dict[str, Any]], images: Lis
     run.finish()
 
 
+def run_specs(specs: Sequence[RunSpec], env: Optional[Dict[str, str]] = None, log: Any = sys.stderr,
+              failed: Optional[List[str]] = None) -> List[Dict[str, Any]]:
+    """Run each spec in its own process, or reuse its ``result.json`` when it finished earlier (resume); the
+    results in order. A failed run is reported on ``log`` and its id appended to ``failed``."""
+    results: List[Dict[str, Any]] = []
+    failed = [] if failed is None else failed
+    for i, spec in enumerate(specs, 1):
+        done = Path(spec.folder) / RESULT_FILE
+        if done.is_file():
+            print(f"compare: [{i}/{len(specs)}] {spec.run_id} finished earlier, kept", file=log, flush=True)
+            results.append(json.loads(done.read_text()))
+            continue
+        print(f"compare: [{i}/{len(specs)}] {spec.run_id} ...", file=log, flush=True)
+        start = time.perf_counter()
+        result = launch(spec, env)
+        if result is None:
+            failed.append(spec.run_id)
+            print(f"compare: {spec.run_id} failed; its log is {Path(spec.folder) / 'log.txt'}", file=log, flush=True)
+            continue
+        print(f"compare: {spec.run_id} done in {time.perf_counter() - start:.0f} s: best {spec.monitor} "
+              f"{result[f'best {spec.monitor}']:.4g}", file=log, flush=True)
+        results.append(result)
+    return results
+
+
 def compare(config: str, cells: Sequence[Union[str, Dict[str, Any]]], seeds: Union[int, Sequence[int]] = 3,
             budget: Union[str, Budget] = "epochs=10", out: Union[str, Path] = "runs/compare",
             match_params: Optional[Union[int, str]] = None, hidden_size: Optional[int] = None,
@@ -442,24 +471,7 @@ def compare(config: str, cells: Sequence[Union[str, Dict[str, Any]]], seeds: Uni
     specs = plan(config, cells, seed_list, budget, out, grid, hidden_size,
                  None if match_params is None else str(match_params), monitor, mode, extra, test_every_epoch,
                  no_wandb, log)
-    results: List[Dict[str, Any]] = []
-    failed = [] if failed is None else failed
-    for i, spec in enumerate(specs, 1):
-        done = Path(spec.folder) / RESULT_FILE
-        if done.is_file():
-            print(f"compare: [{i}/{len(specs)}] {spec.run_id} finished earlier, kept", file=log, flush=True)
-            results.append(json.loads(done.read_text()))
-            continue
-        print(f"compare: [{i}/{len(specs)}] {spec.run_id} ...", file=log, flush=True)
-        start = time.perf_counter()
-        result = launch(spec, env)
-        if result is None:
-            failed.append(spec.run_id)
-            print(f"compare: {spec.run_id} failed; its log is {Path(spec.folder) / 'log.txt'}", file=log, flush=True)
-            continue
-        print(f"compare: {spec.run_id} done in {time.perf_counter() - start:.0f} s: best {monitor} "
-              f"{result[f'best {monitor}']:.4g}", file=log, flush=True)
-        results.append(result)
+    results = run_specs(specs, env, log, failed)
     rows = [row_of(r) for r in results]
     grid_keys = [k for k, _ in grid]
     if rows:

@@ -1,73 +1,40 @@
 """Run a config over several seeds, test each run's best-validation checkpoint, print mean ± std.
 
-As the papers report (MZU Table 6: mean and standard deviation of five trainings): every seed trains
-with a ModelCheckpoint on the monitored validation metric, the best checkpoint is tested, and the
-test metrics are summarised as a markdown table (one row per config). Each run is a fresh process
-(``python -m lit_rnncells``-equivalent through :func:`lit_rnncells.cli.main`), so runs share no state
-and DDP works; arguments after ``--`` go to the CLI unchanged.
+A thin use of the comparison runner (:mod:`lit_rnncells.compare`, docs/compare.md) for configs compared as
+they are (their own cell and sizes): as the papers report (MZU Table 6: mean and standard deviation of five
+trainings), every seed trains in a fresh process with a ModelCheckpoint on the monitored validation metric,
+the best checkpoint is tested, and the test metrics are summarised as a markdown table (one row per
+config). Runs are resumable: a seed whose ``<out>/<config>/seed_<n>/result.json`` exists is not run again
+(an interrupted seed restarts from scratch). Arguments after ``--`` go to the CLI unchanged.
 
     python scripts/run_seeds.py --config configs/classification/absa_restaurants_gru_dt.yaml --seeds 3 \\
         -- --trainer.max_epochs 5
     python scripts/run_seeds.py --config a.yaml --config b.yaml --seed-list 1 2 3 --monitor val/acc --mode max
+
+To compare cells on one config (matched parameters, budgets, curves) use ``python -m lit_rnncells.compare``.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import math
-import os
 import statistics
-import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
-RESULT = "RUN_SEEDS_RESULT "
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from lit_rnncells.compare import RunSpec, run_specs  # noqa: E402
 
 
-def child(config: str, seed: int, monitor: str, mode: str, out_dir: str, extra: Sequence[str]) -> None:
-    """One run in this process: fit with a best-``monitor`` checkpoint, test that checkpoint, print the result."""
-    from lightning.pytorch.callbacks import ModelCheckpoint
-
-    from lit_rnncells.cli import main
-
-    args = ["--config", config, "--seed_everything", str(seed), "--trainer.default_root_dir", out_dir,
-            *extra]
-    cli = main(args, run=False)
-    best = ModelCheckpoint(dirpath=str(Path(out_dir) / "best"), filename="best", monitor=monitor, mode=mode,
-                           save_top_k=1, auto_insert_metric_name=False)
-    cli.trainer.callbacks.append(best)
-    start = time.perf_counter()
-    cli.trainer.fit(cli.model, datamodule=cli.datamodule)
-    fit_seconds = time.perf_counter() - start
-    if not best.best_model_path:
-        raise RuntimeError(f"No checkpoint was kept: the metric {monitor!r} was never logged; pass --monitor with "
-                           "a validation metric the model logs (e.g. val/acc).")
-    results = cli.trainer.test(cli.model, datamodule=cli.datamodule, ckpt_path=best.best_model_path)
-    if cli.trainer.global_rank == 0:
-        metrics = {k: float(v) for k, v in results[0].items()}
-        metrics[f"best {monitor}"] = float(best.best_model_score)
-        record = {"config": config, "seed": seed, "metrics": metrics, "checkpoint": best.best_model_path,
-                  "epochs": cli.trainer.current_epoch, "fit_seconds": fit_seconds}
-        print(RESULT + json.dumps(record), flush=True)
-
-
-def run_one(config: str, seed: int, monitor: str, mode: str, out_dir: Path, extra: Sequence[str],
-            env: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
-    """Run :func:`child` in a fresh process; the training log goes to stderr, the result is returned."""
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", "--config", config, "--seed-list", str(seed),
-           "--monitor", monitor, "--mode", mode, "--out", str(out_dir), "--", *extra]
-    full_env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}", **(env or {})}
-    proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, env=full_env)
-    lines = proc.stdout.splitlines()
-    found = [json.loads(line[len(RESULT):]) for line in lines if line.startswith(RESULT)]
-    if proc.returncode != 0 or not found:
-        sys.stdout.write("\n".join(lines[-40:]) + "\n")
-        raise SystemExit(f"run_seeds: {config} with seed {seed} failed (exit code {proc.returncode}); "
-                         "its log is above.")
-    return found[-1]
+def record(result: Dict[str, Any]) -> Dict[str, Any]:
+    """A runner result as this script's record: config, seed, test metrics and the best validation value."""
+    metrics = dict(result["test"])
+    metrics[f"best {result['monitor']}"] = result[f"best {result['monitor']}"]
+    return {"config": result["config"], "seed": result["seed"], "metrics": metrics,
+            "checkpoint": result["checkpoint"], "epochs": result["epochs"], "fit_seconds": result["seconds"]}
 
 
 def is_percent(metric: str) -> bool:
@@ -105,12 +72,17 @@ def summary_table(runs: List[Dict[str, Any]], names: Optional[Dict[str, str]] = 
 
 def run_all(configs: Sequence[str], seeds: Sequence[int], monitor: str, mode: str, out: Path,
             extra: Sequence[str], env: Optional[Dict[str, str]] = None) -> List[Dict[str, Any]]:
-    runs = []
-    for config in configs:
-        for seed in seeds:
-            print(f"run_seeds: {Path(config).stem} seed {seed} ...", file=sys.stderr, flush=True)
-            runs.append(run_one(config, seed, monitor, mode, out / Path(config).stem / f"seed_{seed}", extra, env))
-    return runs
+    """Every config x seed through the runner (``<out>/<config stem>/seed_<n>``); stops at a failed run."""
+    specs = [RunSpec(run_id=f"{Path(c).stem}/seed_{s}", folder=str(out / Path(c).stem / f"seed_{s}"), config=c,
+                     cell=None, seed=s, grid={}, hidden_size=None, budget=None, monitor=monitor, mode=mode,
+                     extra=list(extra)) for c in configs for s in seeds]
+    failed: List[str] = []
+    results = run_specs(specs, env, failed=failed)
+    if failed:
+        log = out / failed[0] / "log.txt"
+        sys.stdout.write("\n".join(log.read_text().splitlines()[-40:]) + "\n")
+        raise SystemExit(f"run_seeds: {failed[0]} failed; its log ({log}) ends above.")
+    return [record(r) for r in results]
 
 
 def parse(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
@@ -129,7 +101,6 @@ def parse(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     ap.add_argument("--mode", choices=("max", "min"), default="max")
     ap.add_argument("--out", default="runs/seeds", help="folder for the runs' checkpoints and logs")
     ap.add_argument("--json", help="also write every run's result to this JSON file")
-    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.seeds < 1:
         ap.error("--seeds must be 1 or more")
@@ -143,9 +114,6 @@ def parse(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
 
 def main(argv: Optional[Sequence[str]] = None) -> List[Dict[str, Any]]:
     args = parse(argv)
-    if args.child:
-        child(args.config[0], args.seed_list[0], args.monitor, args.mode, args.out, args.extra)
-        return []
     runs = run_all(args.config, args.seed_list, args.monitor, args.mode, Path(args.out), args.extra)
     if args.json:
         Path(args.json).write_text(json.dumps(runs, indent=1))

@@ -22,9 +22,12 @@ def test_bench_cells_quick_lists_every_cell_with_mac_ratios():
     assert gru_row.split("|")[7].strip() == "1.00"  # MAC ratio of GRU to itself
 
 
-def test_sweep_logic_prints_a_table():
-    out = run_script("scripts/sweep_logic.py", "--cells", "GRU", "--hidden", "4", "--seeds", "0", "--epochs", "1")
-    assert "| hidden | GRU |" in out and "| 4 |" in out
+def test_sweep_logic_prints_a_table(tmp_path):
+    out = run_script("scripts/sweep_logic.py", "--cells", "GRU", "--hidden", "4", "--seeds", "0", "--epochs", "1",
+                     "--out", str(tmp_path), "--no-wandb", "--", "--data.init_args.train_size", "64",
+                     "--data.init_args.val_size", "32", "--data.init_args.test_size", "32")
+    assert "| hidden | GRU |" in out and "| 4 | " in out and "failed" not in out
+    assert (tmp_path / "runs.csv").is_file()
 
 
 def test_benchmarks_keep_freed_memory_on_glibc():
