@@ -38,10 +38,8 @@ def record_steps(module: nn.Module, cell: RecurrentCell,
                 mask = torch.arange(steps, device=x.device).unsqueeze(1) < torch.as_tensor(
                     lengths, device=x.device).unsqueeze(0)
             run_cell(cell, x.transpose(0, 1), state, mask)
-            batch = x.shape[0]
         else:
             module(x, state, lengths)
-            batch = x.shape[0] if getattr(module, "batch_first", False) else x.shape[1]
     if not log:
         raise ValueError("The input has no steps; pass at least one token.")
     columns = list(zip(*log)) if isinstance(log[0], tuple) else [log]
@@ -51,7 +49,6 @@ def record_steps(module: nn.Module, cell: RecurrentCell,
         if direction == 1 and module is not cell:
             steps_first = _unreverse(steps_first, lengths)
         out.append(_mask(steps_first.transpose(0, 1), lengths))
-    assert out[0].shape[0] == batch
     return tuple(out) if isinstance(log[0], tuple) else out[0]
 
 
