@@ -266,7 +266,8 @@ def plan(config: str, cells: Sequence[Any], seeds: Sequence[int], budget: Budget
             hidden = match.hidden_size if match is not None else hidden_size
             for seed in seeds:
                 parts = [label] + ([f"h{hidden}"] if hidden is not None else []) + \
-                        [f"{k.rsplit('.', 1)[-1]}={v}" for k, v in point.items()] + [f"s{seed}"]
+                        [f"{k.rsplit('.', 1)[-1]}={re.sub(r'[][ ]', '', v).replace(',', '-')}"
+                         for k, v in point.items()] + [f"s{seed}"]
                 run_id = slug("-".join(parts))
                 specs.append(RunSpec(run_id=run_id, folder=str(out / run_id), config=config, cell=cell, seed=seed,
                                      grid=point, hidden_size=hidden, budget=str(budget), monitor=monitor, mode=mode,
