@@ -40,6 +40,14 @@ def run_cell(folder: Path) -> str:
     return folder.name
 
 
+def sweep_name(runs: Path) -> str:
+    """The sweep folder and the config its runs trained, for the title."""
+    for path in sorted(runs.glob("*/result.json")):
+        config = Path(json.loads(path.read_text())["config"])
+        return f"{runs.name} ({config.parent.name}/{config.name})"
+    return runs.name
+
+
 def per_epoch(curves: Dict[str, List[Dict[str, float]]], metric: str) -> Dict[int, float]:
     """``{epoch: value}``: the test points, or for ``val/*`` each epoch's last validation."""
     points = curves.get("test", []) if metric.startswith("test/") else curves.get("validation", [])
@@ -90,9 +98,12 @@ def accuracy_per_epoch(args: argparse.Namespace) -> Dict[str, Dict[int, float]]:
         line, = ax.plot(xs, mean, marker="o", label=f"{cell} (n={seeds})")
         ax.fill_between(xs, [min(by_epoch[e]) for e in epochs], [max(by_epoch[e]) for e in epochs],
                         color=line.get_color(), alpha=0.2)
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("epoch")
     ax.set_ylabel(f"{args.metric} (mean over seeds, min–max band)")
-    ax.set_title(f"CARU Fig. 2: {args.metric} per epoch, {runs.name}", fontsize=10)
+    ax.set_title(f"CARU Fig. 2: {args.metric} per epoch, {sweep_name(runs)}", fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     save_figure(fig, args.output, wandb_key="analysis/accuracy_per_epoch")
