@@ -35,11 +35,12 @@ def data() -> Path:
     return path
 
 
-def _fit(args: List[str], root: Path) -> str:
+def _fit(args: List[str], root: Path, steps: int = 4) -> str:
+    # limit_val_batches 2, not 1: jsonargparse reads "1" as the float 1.0, the whole split
     cli_main(["fit", *args, "--trainer.accelerator", "cpu", "--trainer.logger", "false",
               "--trainer.enable_progress_bar", "false", "--trainer.enable_model_summary", "false",
-              "--trainer.default_root_dir", str(root), "--trainer.max_steps", "4",
-              "--trainer.limit_val_batches", "1", "--test_after_fit", "false",
+              "--trainer.default_root_dir", str(root), "--trainer.max_steps", str(steps),
+              "--trainer.limit_val_batches", "2", "--trainer.num_sanity_val_steps", "0", "--test_after_fit", "false",
               "--model.init_args.embedding_size", "16", "--model.init_args.hidden_size", "16",
               "--model.init_args.num_layers", "1"])
     return str(root / "checkpoints" / "last.ckpt")
@@ -49,7 +50,8 @@ def _fit(args: List[str], root: Path) -> str:
 def checkpoints(data: Path, tmp_path_factory: pytest.TempPathFactory) -> Dict[str, str]:
     """A GRU RNNSearch, an MC-RNN-3 RNNSearch (both Multi30k De-En) and an MC-RNN-3 word LM (PTB), tiny."""
     base, cache = tmp_path_factory.mktemp("analysis_s2s"), str(tmp_path_factory.mktemp("analysis_cache"))
-    s2s = ["--model.init_args.dropout", "0.0", "--data.init_args.dataset", "multi30k",
+    s2s = ["--model.init_args.dropout", "0.0", "--model.init_args.eval_metrics", "[]",  # no decoding in fit
+           "--data.init_args.dataset", "multi30k",
            "--data.init_args.data_dir", str(data / "multi30k"), "--data.init_args.limit", "40",
            "--data.init_args.subword_vocab_size", "300", "--data.init_args.batch_size", "10",
            "--data.init_args.eval_batch_size", "20", "--data.init_args.cache_dir", cache]
@@ -60,7 +62,7 @@ def checkpoints(data: Path, tmp_path_factory: pytest.TempPathFactory) -> Dict[st
         "lm": _fit(["--config", str(ROOT / "configs/lm/ptb_word_mcrnn3.yaml"), "--data.init_args.data_dir",
                     str(data / "ptb"), "--data.init_args.batch_size", "4", "--data.init_args.eval_batch_size", "4",
                     "--data.init_args.bptt", "8", "--data.init_args.cache_dir", cache,
-                    "--trainer.limit_train_batches", "2"], base / "lm"),
+                    "--trainer.limit_train_batches", "2"], base / "lm", steps=2),
     }
 
 
@@ -149,7 +151,8 @@ def test_channel_attention_of_a_language_model_sums_to_one(checkpoints: Dict[str
 def test_channel_attention_refuses_other_cells_and_tasks(checkpoints: Dict[str, str], tmp_path: Path,
                                                          capsys: pytest.CaptureFixture) -> None:
     out = str(tmp_path / "x.png")
-    err = _error(capsys, ["channel-attention", "--ckpt_path", checkpoints["gru"], "--text", "ein mann", "--output", out])
+    err = _error(capsys, ["channel-attention", "--ckpt_path", checkpoints["gru"], "--text", "ein mann",
+                          "--output", out])
     assert "GRU" in err and "MultiChannel" in err
     err = _error(capsys, ["channel-attention", "--ckpt_path", checkpoints["mc"], "--text", "ein mann", "--layer", "2",
                           "--output", out])

@@ -33,7 +33,8 @@ def parse_edges(text: str) -> List[int]:
     except ValueError:
         raise ValueError(f"--buckets must be comma-separated integers such as 10,20,30,40, got {text!r}.") from None
     if not edges or edges[0] < 1 or any(b <= a for a, b in zip(edges, edges[1:])):
-        raise ValueError(f"--buckets must be positive, strictly increasing word counts such as 10,20,30,40, got {text!r}.")
+        raise ValueError(f"--buckets must be positive, strictly increasing word counts such as 10,20,30,40, "
+                         f"got {text!r}.")
     return edges
 
 
@@ -82,7 +83,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--split", choices=SPLITS, default="test", help="which split to decode (default test)")
     parser.add_argument("--buckets", default="10,20,30,40", help="bucket edges in source words (default 10,20,30,40)")
     parser.add_argument("--beam_size", type=int, default=5, help="beam size (1: greedy; default 5)")
-    parser.add_argument("--limit", type=int, default=None, help="only the first N sentences (default: the checkpoint's)")
+    parser.add_argument("--limit", type=int, default=None,
+                        help="only the first N sentences (default: the checkpoint's data limit, if any)")
     parser.add_argument("--data_dir", default=None, help="corpus folder (default: the one saved in the checkpoint)")
     parser.add_argument("--batch_size", type=int, default=64, help="sentences decoded at once (default 64)")
     parser.add_argument("--output", required=True, help="where to write the PNG")

@@ -24,9 +24,9 @@ import torch
 from torch import Tensor
 
 from ..cells.mcrnn import MultiChannel, channel_attention
+from ..data.checkpoint_state import read_checkpoint
 from .alignment import source_ids, subword_labels, translation_tokenizers
 from .common import checkpoint_label, figure, load_task, save_figure, task_class
-from ..data.checkpoint_state import read_checkpoint
 
 
 def _not_mc(what: str, cell: Any) -> ValueError:
@@ -37,7 +37,8 @@ def _not_mc(what: str, cell: Any) -> ValueError:
 
 def _check_layer(layer: int, layers: int, what: str) -> None:
     if not 0 <= layer < layers:
-        raise ValueError(f"--layer {layer} does not exist: the {what} has {layers} layer(s), numbered 0 to {layers - 1}.")
+        raise ValueError(f"--layer {layer} does not exist: the {what} has {layers} layer(s), numbered 0 to "
+                         f"{layers - 1}.")
 
 
 def lm_attention(model: Any, text: str, layer: int) -> Tuple[List[str], Tensor]:
