@@ -92,7 +92,8 @@ def draw(result: Dict[str, Any], label: str, beam_size: int, output: str) -> Non
 
     weights, src, tgt = result["weights"], result["source_tokens"], result["target_tokens"]
     fig, ax = plt.subplots(figsize=(max(5.0, 0.42 * len(src) + 2.5), max(3.5, 0.34 * len(tgt) + 2.0)))
-    image = ax.imshow(weights, cmap="Greys", vmin=0.0, vmax=1.0, aspect="auto")
+    # black = the largest weight of the figure, so diffuse attention stays visible; the colorbar gives the values
+    image = ax.imshow(weights, cmap="Greys", vmin=0.0, vmax=max(float(weights.max()), 1e-6), aspect="auto")
     ax.set_xticks(range(len(src)), src, rotation=60, ha="right", fontsize=8)
     ax.set_yticks(range(len(tgt)), tgt, fontsize=8)
     ax.set_xlabel("source subword")
