@@ -47,6 +47,12 @@ def test_evaluation_batches_cover_every_example_once_across_ranks_sorted_by_leng
     assert sorted(seen) == list(range(len(lengths)))
 
 
+def test_a_split_smaller_than_one_batch_per_device_still_gives_every_rank_a_batch():
+    parts = [[_ids(b) for b in _dataset([5, 3, 9], batch_size=100, shuffle=False, rank=r, world_size=2)] for r in range(2)]
+    assert all(len(p) == 1 for p in parts)
+    assert sorted(i for p in parts for b in p for i in b) == [0, 1, 2]
+
+
 def test_training_batches_are_bucketed_seeded_per_epoch_and_equal_across_ranks():
     lengths = _lengths(1000)
     ds = _dataset(lengths, batch_size=10, shuffle=True, seed=3, chunk_batches=10)
@@ -59,7 +65,24 @@ def test_training_batches_are_bucketed_seeded_per_epoch_and_equal_across_ranks()
     other = _dataset(lengths, batch_size=10, shuffle=True, seed=3, chunk_batches=10, epoch=lambda: 1)
     assert [tuple(_ids(b)) for b in other] != epoch0
     shares = [len(_dataset(lengths[:995], batch_size=10, shuffle=True, rank=r, world_size=3)) for r in range(3)]
-    assert shares == [33, 33, 33]  # 100 batches: the last one is dropped so every rank steps alike
+    assert shares == [34, 34, 34]  # 33 global batches of 30 and one of 5: every rank steps alike
+
+
+@pytest.mark.parametrize("max_tokens", [None, 300])
+def test_ranks_together_train_on_the_batches_one_device_with_the_global_batch_size_does(max_tokens):
+    """W ranks × batch_size B take, step by step, the examples of one rank with batch_size W·B (and W·max_tokens),
+    split as evenly as possible: what makes DDP's averaged gradient the single device's."""
+    lengths = _lengths(1000)
+    one = [_ids(b) for b in _dataset(lengths, batch_size=12, max_tokens=None if max_tokens is None else 3 * max_tokens,
+                                     shuffle=True, seed=5, chunk_batches=4)]
+    ranks = [[_ids(b) for b in _dataset(lengths, batch_size=4, max_tokens=max_tokens, shuffle=True, seed=5,
+                                        chunk_batches=4, rank=r, world_size=3)] for r in range(3)]
+    shared = [b for b in one if len(b) >= 3]  # a global batch of fewer examples than ranks is dropped
+    assert len(ranks[0]) == len(ranks[1]) == len(ranks[2]) == len(shared) > 0
+    for step, together in enumerate(zip(*ranks)):
+        assert sorted(i for part in together for i in part) == sorted(shared[step])
+        sizes = [len(part) for part in together]
+        assert max(sizes) - min(sizes) <= 1
 
 
 def test_max_tokens_bounds_padded_tokens():
@@ -78,7 +101,7 @@ def test_start_batch_skips_and_batches_carry_their_position():
 
 
 def test_too_few_training_examples_for_the_devices_fail_at_construction():
-    with pytest.raises(ValueError, match="fewer batches than the 4 devices"):
+    with pytest.raises(ValueError, match="fewer than the 4 devices"):
         _dataset([3, 4, 5], batch_size=2, shuffle=True, world_size=4)
     with pytest.raises(ValueError, match="no examples"):
         _dataset([], batch_size=2, shuffle=False)

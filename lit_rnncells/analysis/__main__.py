@@ -13,8 +13,8 @@ from . import common
 
 def load_figures() -> None:
     """Import every module of the package, so each registers its figures."""
-    package = __name__.rpartition(".")[0]
-    for info in pkgutil.iter_modules(sys.modules[package].__path__):
+    package = __package__ or "lit_rnncells.analysis"
+    for info in pkgutil.iter_modules(importlib.import_module(package).__path__):
         if info.name not in {"common", "__main__"}:
             importlib.import_module(f"{package}.{info.name}")
 

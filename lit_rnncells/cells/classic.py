@@ -15,6 +15,9 @@ from torch.nn import functional as F
 from .base import AffineCell
 from .registry import register_cell
 
+_CPU_AUTOCAST_WITHOUT_FUSED_LSTM: set = {torch.float16}
+"""Autocast dtypes oneDNN has no fused LSTM for on this machine (found on first use)."""
+
 
 def gru_update(x_part: Tensor, gh: Tensor, h: Tensor) -> Tensor:
     """torch.nn.GRU's update from ``W_i x + b_i`` and ``W_h h + b_h`` (gate order r, z, n)."""
@@ -87,13 +90,20 @@ class LSTM(AffineCell):
 
         Reads the weights at call time, so DropConnect's dropped copies are used.
         """
-        if x.device.type == "cpu" and torch.is_autocast_enabled("cpu") \
-                and torch.get_autocast_dtype("cpu") == torch.float16:
-            return None  # oneDNN has no float16 LSTM on CPU: the step loop runs instead
+        cpu_autocast = x.device.type == "cpu" and torch.is_autocast_enabled("cpu")
+        if cpu_autocast and torch.get_autocast_dtype("cpu") in _CPU_AUTOCAST_WITHOUT_FUSED_LSTM:
+            return None  # oneDNN has no LSTM kernel for this dtype on this CPU: the step loop runs instead
         h0, c0 = state
-        out, h_n, c_n = torch.lstm(x, (h0.unsqueeze(0), c0.unsqueeze(0)),
-                                   [self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh],
-                                   True, 1, 0.0, self.training, False, False)
+        try:
+            out, h_n, c_n = torch.lstm(x, (h0.unsqueeze(0), c0.unsqueeze(0)),
+                                       [self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh],
+                                       True, 1, 0.0, self.training, False, False)
+        except RuntimeError:
+            if not cpu_autocast:
+                raise
+            # float16 never has a CPU kernel; bfloat16 has one only on CPUs with bf16 instructions
+            _CPU_AUTOCAST_WITHOUT_FUSED_LSTM.add(torch.get_autocast_dtype("cpu"))
+            return None
         return out, (h_n[0].to(h0.dtype), c_n[0].to(c0.dtype))
 
 

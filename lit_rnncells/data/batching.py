@@ -15,7 +15,7 @@ import numpy as np
 import torch
 from lightning.pytorch.utilities import rank_zero_warn
 from torch import Tensor
-from torch.utils.data import IterableDataset
+from torch.utils.data import DataLoader, IterableDataset
 
 from ..cells.base import check_positive
 
@@ -32,6 +32,15 @@ def pad_batch(seqs: Sequence[Union[Sequence[int], Tensor]], pad_id: int) -> Tupl
     return out, lengths
 
 
+def batch_loader(batches: Any, num_workers: int = 0) -> DataLoader:
+    """A ``DataLoader`` over a dataset that yields whole batches, with a generator of its own.
+
+    A ``DataLoader`` draws a seed from its generator each time it starts iterating; without one of its
+    own it draws from torch's global generator, which dropout also uses, so a resumed run (which starts
+    its loaders at other moments) would draw other dropout masks than the uninterrupted run."""
+    return DataLoader(batches, batch_size=None, num_workers=num_workers, generator=torch.Generator())
+
+
 class BucketedBatches(IterableDataset):
     """One rank's batches of a split, grouped by length; use with ``DataLoader(ds, batch_size=None)``.
 
@@ -41,9 +50,13 @@ class BucketedBatches(IterableDataset):
         batch_size: examples per batch (at most).
         max_tokens: if set, also at most this many padded tokens (``longest × count``) per batch.
         shuffle: training order. ``True``: examples shuffled by ``(seed, epoch)``, sorted by length
-            within chunks of ``chunk_batches × batch_size``, cut into batches, batches shuffled; each
-            rank takes an equal share (the last ``< world_size`` batches are dropped). ``False``
-            (evaluation): sorted by length, batches dealt to ranks in turn, every example exactly once.
+            within chunks of ``chunk_batches × global batch``, cut into global batches of
+            ``world_size × batch_size`` examples (and ``world_size × max_tokens`` tokens), the global
+            batches shuffled; rank ``r`` takes examples ``r, r + world_size, ...`` of each global batch
+            (a global batch too small to give every rank an example is dropped). So ``W`` devices with
+            ``batch_size=B`` train on exactly the batches one device with ``batch_size=W·B`` does, as
+            ``DistributedSampler`` does for plain loaders, and DDP's averaged gradient is that device's.
+            ``False`` (evaluation): sorted by length, batches dealt to ranks in turn, every example once.
         epoch: returns the current epoch; start_batch: the batch to start at for an epoch (resume).
 
     Each yielded batch also holds ``"epoch"`` and ``"batch"`` (its position in this rank's epoch).
@@ -65,17 +78,19 @@ class BucketedBatches(IterableDataset):
         self.epoch, self.start_batch = epoch, start_batch
         self._cache: Optional[Tuple[int, List[np.ndarray]]] = None
         if shuffle and len(self.batches(0)) == 0:
-            raise ValueError(f"{len(self.lengths)} training examples make fewer batches than the {world_size} "
-                             "devices; lower batch_size or use fewer devices.")
+            raise ValueError(f"{len(self.lengths)} training examples are fewer than the {world_size} devices; "
+                             "use fewer devices.")
 
-    def _cut(self, order: np.ndarray) -> List[np.ndarray]:
-        """Consecutive batches of ``order`` within the size limits."""
+    def _cut(self, order: np.ndarray, scale: int = 1) -> List[np.ndarray]:
+        """Consecutive batches of ``order`` within the size limits (times ``scale``: global batches)."""
+        batch_size = self.batch_size * scale
         if self.max_tokens is None:
-            return [order[i:i + self.batch_size] for i in range(0, len(order), self.batch_size)]
+            return [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
+        max_tokens = self.max_tokens * scale
         batches, start, longest = [], 0, 0
         for i, index in enumerate(order):
             longest_if = max(longest, int(self.lengths[index]))
-            if i > start and (i - start >= self.batch_size or longest_if * (i - start + 1) > self.max_tokens):
+            if i > start and (i - start >= batch_size or longest_if * (i - start + 1) > max_tokens):
                 batches.append(order[start:i])
                 start, longest_if = i, int(self.lengths[index])
             longest = longest_if
@@ -87,19 +102,22 @@ class BucketedBatches(IterableDataset):
         if self._cache is not None and self._cache[0] == epoch:
             return self._cache[1]
         if not self.shuffle:
-            everything = self._cut(np.argsort(self.lengths, kind="stable"))
+            order = np.argsort(self.lengths, kind="stable")
+            everything = self._cut(order)
+            if len(everything) < self.world_size:  # a small split: smaller batches, so every rank has one
+                everything = np.array_split(order, min(self.world_size, len(order)))
             mine = everything[self.rank::self.world_size]
         else:
             rng = np.random.default_rng([self.seed, epoch])
             order = rng.permutation(len(self.lengths))
-            chunk = self.chunk_batches * self.batch_size
+            world = self.world_size
+            chunk = self.chunk_batches * self.batch_size * world
             everything = []
             for start in range(0, len(order), chunk):
                 part = order[start:start + chunk]
-                everything.extend(self._cut(part[np.argsort(self.lengths[part], kind="stable")]))
+                everything.extend(self._cut(part[np.argsort(self.lengths[part], kind="stable")], world))
             everything = [everything[i] for i in rng.permutation(len(everything))]
-            share = len(everything) // self.world_size
-            mine = everything[self.rank * share:(self.rank + 1) * share]
+            mine = [batch[self.rank::world] for batch in everything if len(batch) >= world]
         self._cache = (epoch, mine)
         return mine
 

@@ -26,6 +26,7 @@ from lightning.pytorch.utilities import rank_zero_warn
 from torch import Tensor
 from torch.utils.data import DataLoader, IterableDataset
 
+from .batching import batch_loader
 from .text import (Vocabulary, VocabularyMismatchError, build_corpus, cached, default_cache_dir, file_fingerprint,
                    is_hub_id, local_or_hub)
 
@@ -298,12 +299,11 @@ class LanguageModelDataModule(LightningDataModule):
             self._resume = None  # streams differ: restart the epoch (the model also drops its carried state)
         streams = TrainStreams(self.splits["train"], self.batch_size, self.bptt, rank, world, self.variable_bptt,
                                self.min_bptt, self.seed, self._epoch, self._start_window)
-        return DataLoader(streams, batch_size=None)
+        return batch_loader(streams)
 
     def _eval_loader(self, split: str) -> DataLoader:
         rank, world = self._rank_world()
-        return DataLoader(EvalStreams(self.splits[split], self.eval_batch_size, self.bptt, rank, world),
-                          batch_size=None)
+        return batch_loader(EvalStreams(self.splits[split], self.eval_batch_size, self.bptt, rank, world))
 
     def val_dataloader(self) -> DataLoader:
         return self._eval_loader("valid")
@@ -313,7 +313,7 @@ class LanguageModelDataModule(LightningDataModule):
 
     def predict_dataloader(self) -> DataLoader:
         items = [{"prompt": p, "length": self.predict_length, "temperature": self.temperature} for p in self.prompts]
-        return DataLoader(items, batch_size=None)
+        return batch_loader(items)
 
     def on_after_batch_transfer(self, batch: Any, dataloader_idx: int) -> Any:
         """Remember the training position of the batch about to be trained on (for resuming)."""

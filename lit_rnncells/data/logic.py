@@ -6,13 +6,16 @@ Boolean functions that depend on both inputs, and the label is the final value.
 """
 from __future__ import annotations
 
+import os
 import random
-from typing import Callable, Dict, List, Sequence, Set, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 import torch
 from lightning.pytorch import LightningDataModule
 from torch import Tensor
 from torch.utils.data import DataLoader, Dataset
+
+from .batching import BucketedBatches, ResumableBatchesMixin, batch_loader
 
 GATES: Dict[str, Callable[[int, int], int]] = {
     "AND": lambda a, b: a & b,
@@ -96,7 +99,7 @@ def collate(items: Sequence[Tuple[Tensor, int]]) -> Dict[str, Tensor]:
     return {"tokens": tokens, "lengths": lengths, "labels": torch.tensor([y for _, y in items])}
 
 
-class LogicDataModule(LightningDataModule):
+class LogicDataModule(ResumableBatchesMixin, LightningDataModule):
     """Seeded propositional-logic splits (mufuru.md §4.1): train on short formulas, test on long.
 
     Args:
@@ -104,9 +107,14 @@ class LogicDataModule(LightningDataModule):
         train_gates, test_gates: inclusive ``[min, max]`` gate counts (paper: 5–10 and 11–20);
             validation uses the training range.
         seed: generation seed; the same seed gives the same formulas.
-        batch_size: formulas per batch.
+        batch_size: formulas per batch (per device).
+        shuffle_seed: the training order's seed; ``None`` (default): the run's ``seed_everything``
+            value, so runs with different seeds also see the formulas in different orders.
 
-    No formula appears in two splits.
+    No formula appears in two splits. Training batches are random (not grouped by length) and come from
+    :class:`~lit_rnncells.data.batching.BucketedBatches`: a resumed run continues with exactly the
+    batches it would have seen, and ``W`` devices with ``batch_size=B`` train on the batches one device
+    with ``W·B`` does.
     """
 
     vocab_size = len(VOCAB)
@@ -115,18 +123,23 @@ class LogicDataModule(LightningDataModule):
 
     def __init__(self, train_size: int = 1000, val_size: int = 200, test_size: int = 1000,
                  train_gates: Tuple[int, int] = (5, 10), test_gates: Tuple[int, int] = (11, 20),
-                 seed: int = 1234, batch_size: int = 32, num_workers: int = 0) -> None:
+                 seed: int = 1234, batch_size: int = 32, num_workers: int = 0,
+                 shuffle_seed: Optional[int] = None) -> None:
         super().__init__()
         for name, value in [("train_size", train_size), ("val_size", val_size), ("test_size", test_size),
                             ("batch_size", batch_size)]:
             if value <= 0:
                 raise ValueError(f"{name} must be positive, got {value}.")
+        if num_workers > 1:
+            raise ValueError(f"num_workers={num_workers}: the resumable training batches are made in one process; "
+                             "set num_workers to 0 or 1 (the formulas are tiny, loading is never the bottleneck).")
         for name, (lo, hi) in [("train_gates", train_gates), ("test_gates", test_gates)]:
             if not 1 <= lo <= hi:
                 raise ValueError(f"{name} must be [min, max] with 1 <= min <= max, got {[lo, hi]}.")
         self.save_hyperparameters()
         self.batch_size = batch_size
         self.num_workers = num_workers
+        self.shuffle_seed = int(os.environ.get("PL_GLOBAL_SEED", 0)) if shuffle_seed is None else shuffle_seed
         rng = random.Random(seed)
         seen: Set[Formula] = set()
         self.splits: Dict[str, List[Formula]] = {}
@@ -138,8 +151,13 @@ class LogicDataModule(LightningDataModule):
         return FormulaDataset(self.splits[split])
 
     def _loader(self, split: str, shuffle: bool) -> DataLoader:
-        return DataLoader(self.dataset(split), batch_size=self.batch_size, shuffle=shuffle,
-                          collate_fn=collate, num_workers=self.num_workers)
+        data = self.dataset(split)
+        rank, world = self.rank_world()
+        options = dict(shuffle=True, seed=self.shuffle_seed, chunk_batches=1, epoch=self.current_epoch,
+                       start_batch=self.resume_start_batch) if shuffle else dict(shuffle=False)
+        batches = BucketedBatches([len(f) for f in data.formulas], lambda idx: collate([data[i] for i in idx]),
+                                  batch_size=self.batch_size, rank=rank, world_size=world, **options)
+        return batch_loader(batches, self.num_workers)
 
     def train_dataloader(self) -> DataLoader:
         return self._loader("train", True)

@@ -15,7 +15,7 @@ from torch import Tensor
 from torch.utils.data import DataLoader
 
 from ..cells.base import check_positive
-from .batching import BucketedBatches, ResumableBatchesMixin
+from .batching import BucketedBatches, ResumableBatchesMixin, batch_loader
 from .checkpoint_state import datamodule_state
 from .language_model import check_vocabulary
 from .text import UNK, Vocabulary, cached, default_cache_dir, local_or_hub
@@ -196,20 +196,20 @@ class SentimentDataModule(ResumableBatchesMixin, LightningDataModule):
                                world_size=world, epoch=self.current_epoch, start_batch=self.resume_start_batch)
 
     def train_dataloader(self) -> DataLoader:
-        return DataLoader(self._batches("train", True), batch_size=None)
+        return batch_loader(self._batches("train", True))
 
     def val_dataloader(self) -> DataLoader:
-        return DataLoader(self._batches("validation", False), batch_size=None)
+        return batch_loader(self._batches("validation", False))
 
     def test_dataloader(self) -> DataLoader:
-        return DataLoader(self._batches("test", False), batch_size=None)
+        return batch_loader(self._batches("test", False))
 
     def predict_dataloader(self) -> DataLoader:
         rank, world = self.rank_world()
         items = self.predict_items or []
         lengths = [len(item["tokens"]) for item in items]
-        return DataLoader(BucketedBatches(lengths, self._collate_predict, batch_size=self.eval_batch_size,
-                                          shuffle=False, rank=rank, world_size=world), batch_size=None)
+        return batch_loader(BucketedBatches(lengths, self._collate_predict, batch_size=self.eval_batch_size,
+                                            shuffle=False, rank=rank, world_size=world))
 
     # --- checkpoint state --------------------------------------------------------------------
     def state_dict(self) -> Dict[str, Any]:

@@ -42,7 +42,7 @@ from torch import Tensor
 from torch.utils.data import DataLoader
 
 from ..cells.base import check_positive
-from .batching import BucketedBatches, ResumableBatchesMixin, pad_batch
+from .batching import BucketedBatches, ResumableBatchesMixin, batch_loader, pad_batch
 from .checkpoint_state import datamodule_state
 from .subword import BOS_ID, EOS_ID, PAD_ID, SubwordTokenizer, check_tokenizer
 from .text import cached, default_cache_dir, file_fingerprint, is_hub_id, local_or_hub
@@ -420,14 +420,14 @@ class TranslationDataModule(ResumableBatchesMixin, LightningDataModule):
                                   max_tokens=self.max_tokens, shuffle=True, seed=self.seed,
                                   chunk_batches=self.chunk_batches, rank=rank, world_size=world,
                                   epoch=self.current_epoch, start_batch=self.resume_start_batch)
-        return DataLoader(batches, batch_size=None, num_workers=self.num_workers)
+        return batch_loader(batches, self.num_workers)
 
     def _eval_loader(self, data: Dict[str, Any], references: bool) -> DataLoader:
         rank, world = self.rank_world()
         lengths = [len(s) + 1 for s in data["source"]]
         batches = BucketedBatches(lengths, lambda idx: self.collate(data, idx, references),
                                   batch_size=self.eval_batch_size, shuffle=False, rank=rank, world_size=world)
-        return DataLoader(batches, batch_size=None, num_workers=self.num_workers)
+        return batch_loader(batches, self.num_workers)
 
     def val_dataloader(self) -> DataLoader:
         return self._eval_loader(self.split("valid"), True)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import functools
 import importlib
-from typing import Any, Optional, Union
+from typing import Any, Dict, Optional, Union
 
 import torch
 from lightning.pytorch import LightningModule
@@ -100,8 +100,47 @@ class RecurrentTask(LightningModule):
 
     def on_save_checkpoint(self, checkpoint: dict) -> None:
         """Record which task wrote the checkpoint, so the command line can tell a checkpoint of another task
-        from a damaged one. Subclasses that override this call ``super().on_save_checkpoint(checkpoint)``."""
+        from a damaged one, and every rank's random-number state, so a resumed fit draws the dropout masks
+        the uninterrupted one would have. Subclasses that override this call ``super().on_save_checkpoint``
+        (and ``super().on_load_checkpoint``)."""
         checkpoint["lit_rnncells_task"] = f"{type(self).__module__}.{type(self).__qualname__}"
+        checkpoint["lit_rnncells_rng"] = self._gathered_rng_state()
+
+    def on_load_checkpoint(self, checkpoint: dict) -> None:
+        """Resuming a fit on as many devices as wrote the checkpoint: each rank takes back its random state."""
+        saved = checkpoint.get("lit_rnncells_rng")
+        trainer = self._trainer
+        if saved is None or trainer is None or trainer.state.fn != "fit":
+            return
+        if saved["torch"].shape[0] != trainer.world_size:
+            return  # another device count: the data order restarts too (the DataModule says so)
+        torch.set_rng_state(saved["torch"][trainer.global_rank].clone())
+        if "cuda" in saved and self.device.type == "cuda":
+            torch.cuda.set_rng_state(saved["cuda"][trainer.global_rank].clone(), self.device)
+
+    def _gathered_rng_state(self) -> Dict[str, Tensor]:
+        """The CPU (and this device's CUDA) generator state of every rank, ``(world_size, N)`` uint8; runs on
+        every rank, as Lightning calls this hook."""
+        states = {"torch": torch.get_rng_state()}
+        if self.device.type == "cuda":
+            states["cuda"] = torch.cuda.get_rng_state(self.device)
+        trainer = self._trainer
+        if trainer is not None and trainer.world_size > 1:
+            return {k: self.all_gather(v.to(self.device)).cpu() for k, v in states.items()}
+        return {k: v.unsqueeze(0) for k, v in states.items()}
+
+    def mean_over_devices(self, total: Tensor, count: int) -> Tensor:
+        """``total / count`` for the backward pass, as the mean over the whole global batch.
+
+        DDP averages the devices' gradients, so per-device means weight every device alike even when
+        they hold different numbers of examples or target tokens. Scaling by ``world_size / global count``
+        makes the averaged gradient that of the global mean: ``W`` devices train exactly as one device
+        with their batches together (tested). One scalar all-gather per step; a plain mean on one device."""
+        trainer = self._trainer
+        if trainer is None or trainer.world_size == 1 or not self.training:
+            return total / max(count, 1)
+        counts = self.all_gather(torch.tensor(float(count), device=total.device))
+        return total * trainer.world_size / counts.sum().clamp_min(1.0)
 
     def log_aux_loss(self, stage: str, aux: Tensor, name: str, batch_size: int) -> None:
         """Log a cell's auxiliary loss on its own, e.g. ``train/zone_disagreement``."""

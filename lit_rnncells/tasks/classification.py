@@ -132,11 +132,12 @@ class SequenceClassifier(RecurrentTask):
     def _shared_step(self, batch: Dict[str, Any], stage: str) -> Tensor:
         logits, aux = self(batch)
         labels = batch["labels"]
-        loss = F.cross_entropy(logits.float(), labels)
         n = labels.shape[0]
+        total = F.cross_entropy(logits.float(), labels, reduction="sum")
+        loss = self.mean_over_devices(total, n) if stage == "train" else total / n
         sync = stage != "train"
-        self.log(f"{stage}/loss", loss, batch_size=n, prog_bar=True, on_step=stage == "train", on_epoch=True,
-                 sync_dist=sync)
+        self.log(f"{stage}/loss", total.detach() / n, batch_size=n, prog_bar=True, on_step=stage == "train",
+                 on_epoch=True, sync_dist=sync)
         for name in ("acc", "f1"):
             metric = self.metrics[f"{stage}_{name}"]
             metric(logits.detach().float(), labels)
@@ -212,6 +213,7 @@ class SequenceClassifier(RecurrentTask):
         checkpoint["classifier"] = {"label_names": self.label_names, "embeddings_loaded": self.embeddings_loaded}
 
     def on_load_checkpoint(self, checkpoint: Dict[str, Any]) -> None:
+        super().on_load_checkpoint(checkpoint)
         saved = checkpoint.get("classifier", {})
         if saved.get("label_names") is not None:
             self.label_names = list(saved["label_names"])

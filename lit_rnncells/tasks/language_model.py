@@ -289,6 +289,7 @@ class LanguageModel(RecurrentTask):
         }
 
     def on_load_checkpoint(self, checkpoint: Dict[str, Any]) -> None:
+        super().on_load_checkpoint(checkpoint)
         saved = checkpoint.get("language_model", {})
         if saved.get("vocab") is not None:
             vocab = Vocabulary.from_state_dict(saved["vocab"])

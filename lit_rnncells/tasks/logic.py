@@ -51,11 +51,12 @@ class LogicEvaluator(RecurrentTask):
 
     def _shared_step(self, batch: Dict[str, Tensor], stage: str) -> Tensor:
         logits, aux = self(batch["tokens"], batch["lengths"])
-        loss = F.cross_entropy(logits, batch["labels"])
         n = batch["labels"].shape[0]
+        total = F.cross_entropy(logits, batch["labels"], reduction="sum")
+        loss = self.mean_over_devices(total, n) if stage == "train" else total / n
         metric = self.metrics[f"{stage}_acc"]
         metric(logits, batch["labels"])
-        self.log(f"{stage}/loss", loss, batch_size=n, prog_bar=True, sync_dist=stage != "train")
+        self.log(f"{stage}/loss", total.detach() / n, batch_size=n, prog_bar=True, sync_dist=stage != "train")
         self.log(f"{stage}/acc", metric, batch_size=n, prog_bar=True, on_step=False, on_epoch=True)
         if self.rnn.has_aux_loss:
             self.log_aux_loss(stage, aux, self.rnn.aux_loss_name, n)

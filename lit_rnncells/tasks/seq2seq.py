@@ -401,8 +401,9 @@ class Seq2Seq(RecurrentTask):
     def training_step(self, batch: Dict[str, Any], batch_idx: int) -> Tensor:
         logits, gold, aux = self._real_logits(batch, want_aux=self.has_aux_loss)
         n = max(int(gold.numel()), 1)
-        loss = F.cross_entropy(logits, gold, label_smoothing=self.hparams.label_smoothing, reduction="sum") / n
-        self.log("train/loss", loss, batch_size=n, prog_bar=True, on_step=True, on_epoch=True)
+        total = F.cross_entropy(logits, gold, label_smoothing=self.hparams.label_smoothing, reduction="sum")
+        loss = self.mean_over_devices(total, n)  # the mean over all devices' target tokens
+        self.log("train/loss", total.detach() / n, batch_size=n, prog_bar=True, on_step=True, on_epoch=True)
         if self.has_aux_loss:
             self.log_aux_loss("train", aux, self.aux_loss_name, n)
             loss = loss + self.hparams.aux_loss_weight * aux

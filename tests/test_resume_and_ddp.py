@@ -1,0 +1,104 @@
+"""Every example-level task through the command line: SIGTERM mid-epoch and resume gives the uninterrupted
+losses (dropout on: the random state is in the checkpoint), and 2 DDP processes × batch B train exactly as
+1 process × batch 2B (the LM's versions of both are in test_reliability.py)."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Callable, Dict, List
+
+import pytest
+import torch
+
+from lit_rnncells.cli import run
+
+from .test_reliability import losses, recorder, with_callbacks
+
+ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.real_data
+
+
+def logic(data_dir: Path, cache: Path, root: Path, batch: int, dropout: float) -> List[str]:
+    # the logic model has no dropout option; a dropout-free task still checks the data position
+    return ["--config", str(ROOT / "configs" / "logic" / "gru.yaml"), "--data.init_args.train_size", "96",
+            "--data.init_args.val_size", "16", "--data.init_args.test_size", "16", "--data.init_args.batch_size",
+            str(batch), "--trainer.limit_val_batches", "1"] + common(root)
+
+
+def seq2seq(data_dir: Path, cache: Path, root: Path, batch: int, dropout: float) -> List[str]:
+    return ["--config", str(ROOT / "configs" / "seq2seq" / "multi30k_de_en_gru.yaml"),
+            "--model.init_args.embedding_size", "16", "--model.init_args.hidden_size", "24",
+            "--model.init_args.dropout", str(dropout), "--model.init_args.eval_metrics", "[]",
+            "--model.init_args.lr_scheduler", "null",
+            "--data.init_args.data_dir", str(data_dir / "multi30k"), "--data.init_args.limit", "80",
+            "--data.init_args.subword_vocab_size", "300", "--data.init_args.batch_size", str(batch),
+            "--data.init_args.cache_dir", str(cache), "--trainer.limit_val_batches", "1"] + common(root)
+
+
+def absa(data_dir: Path, cache: Path, root: Path, batch: int, dropout: float) -> List[str]:
+    return ["--config", str(ROOT / "configs" / "classification" / "absa_restaurants_gru_dt.yaml"),
+            "--model.init_args.embedding_size", "16", "--model.init_args.hidden_size", "12",
+            "--model.init_args.dropout", str(dropout), "--model.init_args.pretrained_embeddings", "null",
+            "--data.init_args.batch_size", str(batch), "--data.init_args.cache_dir", str(cache),
+            "--trainer.limit_val_batches", "1"] + common(root)
+
+
+def common(root: Path) -> List[str]:
+    return ["--trainer.max_epochs", "1", "--trainer.logger", "false", "--trainer.enable_progress_bar", "false",
+            "--trainer.enable_model_summary", "false", "--trainer.default_root_dir", str(root),
+            "--trainer.accelerator", "cpu", "--test_after_fit", "false", "--seed_everything", "7"]
+
+
+TASKS: Dict[str, Callable[..., List[str]]] = {"logic": logic, "seq2seq": seq2seq, "absa": absa}
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("cache")
+
+
+@pytest.mark.parametrize("task", sorted(TASKS))
+def test_sigterm_mid_epoch_then_resume_gives_the_uninterrupted_losses(task, data_dir, cache, tmp_path, capsys):
+    """Stopped by SIGTERM after step 3 of 8 (mid-epoch) and resumed from the checkpoint it saved: steps 4-8 have
+    the losses of the run that was never stopped, dropout masks included."""
+    args = lambda root: ["fit", *TASKS[task](data_dir, cache, root, 8, 0.3), "--trainer.max_steps", "8"]
+    full = tmp_path / "full.jsonl"
+    assert run(args(tmp_path / "a") + with_callbacks(recorder(full))) == 0
+    cut = tmp_path / "cut.jsonl"
+    stop = {"class_path": "tests.examples.recorders.SigtermAtStep", "init_args": {"step": 3}}
+    assert run(args(tmp_path / "b") + with_callbacks(recorder(cut), stop)) == 143
+    ckpt = next((tmp_path / "b").rglob("interrupted.ckpt"))
+    assert f"--ckpt_path {ckpt}" in capsys.readouterr().err
+    assert run(args(tmp_path / "b") + with_callbacks(recorder(cut)) + ["--ckpt_path", str(ckpt)]) == 0
+    uninterrupted, resumed = losses(full), losses(cut)
+    assert sorted(resumed) == sorted(uninterrupted) == list(range(1, 9))
+    for step in uninterrupted:
+        assert resumed[step] == pytest.approx(uninterrupted[step], rel=1e-6), (step, uninterrupted, resumed)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("task", sorted(TASKS))
+def test_two_ddp_processes_train_exactly_as_one_process_on_the_same_global_batch(task, data_dir, cache, tmp_path):
+    """2 ranks × batch 4 and 1 rank × batch 8: each step the ranks hold the single process's 8 examples between
+    them, and the loss is the mean over the global batch, so after 3 SGD steps the weights agree."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "WANDB_MODE": "disabled", "OMP_NUM_THREADS": "1"}
+    weights = {}
+    for devices, batch in ((1, 8), (2, 4)):
+        out = tmp_path / f"weights_{devices}.pt"
+        args = ["fit", *TASKS[task](data_dir, cache, tmp_path / f"run{devices}", batch, 0.0),
+                "--trainer.max_steps", "3", "--trainer.devices", str(devices),
+                "--model.init_args.optimizer", "torch.optim.SGD", "--model.init_args.optimizer.init_args.lr", "0.5",
+                "--trainer.enable_checkpointing", "false", "--trainer.callbacks", "null",
+                "--trainer.gradient_clip_val", "null",
+                *with_callbacks({"class_path": "tests.examples.recorders.SaveWeightsAtEnd",
+                                 "init_args": {"path": str(out)}})]
+        if devices > 1:
+            args += ["--trainer.strategy", "ddp"]
+        proc = subprocess.run([sys.executable, "-m", "lit_rnncells", *args], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        weights[devices] = torch.load(out, weights_only=True)
+    for key in weights[1]:
+        torch.testing.assert_close(weights[2][key], weights[1][key], atol=2e-6, rtol=1e-5, msg=key)
