@@ -254,7 +254,16 @@ def plan(config: str, cells: Sequence[Any], seeds: Sequence[int], budget: Budget
         matches: Dict[str, Match] = {}
         if match_params is not None:
             point_args = [a for k, v in point.items() for a in (f"--{k}", v)] + list(extra)
-            counter = ParamCounter(config, point_args + ["--trainer.logger", "false"])
+            try:
+                counter = ParamCounter(config, point_args + ["--trainer.logger", "false"])
+            except Exception as error:  # noqa: BLE001 - the CLI's one-sentence message for a user mistake
+                from .errors import user_message
+
+                message = user_message(error)
+                if message is None:
+                    raise
+                raise CompareError(f"The config with {' '.join(point_args) or 'no extra arguments'} is refused: "
+                                   f"{message}") from None
             target = counter.target(match_params)
             for cell in cells:
                 matches[cell_label(cell)] = counter.match(cell, target)
@@ -408,6 +417,36 @@ def log_to_wandb(out: Path, config: str, rows: List[Dict[str, Any]], images: Lis
     run.finish()
 
 
+def check_arguments(specs: Sequence[RunSpec]) -> None:
+    """Parse (without building anything) the CLI arguments of the first run of each grid point, so a wrong
+    ``--vary`` key or argument after ``--`` is one sentence before any run starts, not a failure per run."""
+    import contextlib
+    import io
+
+    from .cli import main
+    from .errors import user_message
+
+    seen = set()
+    for spec in specs:
+        key = json.dumps(spec.grid, sort_keys=True)
+        if key in seen:
+            continue
+        seen.add(key)
+        argv, sys.argv = sys.argv, sys.argv[:1]  # LightningCLI warns when the process has arguments of its own
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):
+                main(spec.cli_args() + ["--print_config"], run=False, parser_kwargs={"exit_on_error": False})
+        except SystemExit:  # --print_config parsed everything and stops
+            pass
+        except Exception as error:  # noqa: BLE001 - a parse error becomes the CLI's one-sentence message
+            message = user_message(error)
+            if message is None:
+                raise
+            raise CompareError(f"The arguments of run {spec.run_id} are refused: {message}") from None
+        finally:
+            sys.argv = argv
+
+
 def run_specs(specs: Sequence[RunSpec], env: Optional[Dict[str, str]] = None, log: Any = sys.stderr,
               failed: Optional[List[str]] = None) -> List[Dict[str, Any]]:
     """Run each spec in its own process, or reuse its ``result.json`` when it finished earlier (resume); the
@@ -472,6 +511,7 @@ def compare(config: str, cells: Sequence[Union[str, Dict[str, Any]]], seeds: Uni
     specs = plan(config, cells, seed_list, budget, out, grid, hidden_size,
                  None if match_params is None else str(match_params), monitor, mode, extra, test_every_epoch,
                  no_wandb, log)
+    check_arguments(specs)
     results = run_specs(specs, env, log, failed)
     rows = [row_of(r) for r in results]
     grid_keys = [k for k, _ in grid]

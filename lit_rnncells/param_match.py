@@ -101,7 +101,7 @@ class ParamCounter:
             cli_args = (["--config", config] if config else []) + list(args)
             argv, sys.argv = sys.argv, sys.argv[:1]  # LightningCLI warns when the process has arguments of its own
             try:
-                model = main(cli_args, run=False).model
+                model = main(cli_args, run=False, parser_kwargs={"exit_on_error": False}).model
             finally:
                 sys.argv = argv
         self.model = model

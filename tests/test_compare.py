@@ -96,6 +96,7 @@ def test_accuracy_per_epoch_figure(sweep, tmp_path):
     (["--config", CONFIG, "--cells", "GRU", "--vary", "train_size=1,2"], "dotted CLI key"),
     (["--config", CONFIG, "--cells", "GRU", "--match-params", "GRU@x"], "CELL@HIDDEN"),
     (["--config", CONFIG, "--cells", "GRU", "--seeds", "two"], "invalid int value"),
+    (["--config", CONFIG, "--cells", "GRU", "--vary", "data.init_args.train_sizes=1,2"], "Did you mean 'train_size'"),
 ])
 def test_bad_input_is_one_line_and_exit_2(argv, expected, capsys, tmp_path):
     assert cmp.main(argv + ["--out", str(tmp_path)]) == 2
