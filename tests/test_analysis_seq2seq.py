@@ -214,4 +214,4 @@ def test_bleu_by_length_errors(checkpoints: Dict[str, str], tmp_path: Path, caps
     assert "--buckets" in err
     err = _error(capsys, ["bleu-by-length", "--ckpt_path", checkpoints["gru"], "--data_dir", str(tmp_path / "none"),
                           "--output", out])
-    assert "does not exist" in err
+    assert "--data_dir" in err and "does not exist" in err

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import bisect
 import math
+from pathlib import Path
 from typing import Any, Dict, List, Sequence
 
 import torch
@@ -100,6 +101,9 @@ def run(args: argparse.Namespace) -> Dict[str, Any]:
     edges = parse_edges(args.buckets)
     if args.beam_size < 1 or args.batch_size < 1 or (args.limit is not None and args.limit < 1):
         raise ValueError("--beam_size, --batch_size and --limit must be positive integers.")
+    if args.data_dir is not None and not Path(args.data_dir).expanduser().is_dir():
+        raise FileNotFoundError(f"--data_dir {args.data_dir!r} does not exist; pass the folder holding the corpus "
+                                "files, or leave it out to use the folder saved in the checkpoint.")
     labels = bucket_labels(edges)
     corpus = None
     result: Dict[str, Any] = {"labels": labels, "bleu": {}, "overall": {}}
