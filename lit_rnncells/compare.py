@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import math
 import os
 import re
 import shutil
@@ -209,7 +208,8 @@ def run_child(spec: RunSpec) -> Dict[str, Any]:
             path.unlink()  # the numbers are kept; the weights would fill the disk
     tested = trainer.test(model, datamodule=cli.datamodule, ckpt_path=best.best_model_path, verbose=False)[0]
     own_cell = model.hparams.get("cell")
-    cell = spec.cell if spec.cell is not None else own_cell if isinstance(own_cell, (str, dict)) else type(model).__name__
+    cell = spec.cell if spec.cell is not None else own_cell if isinstance(own_cell, (str, dict)) \
+        else type(model).__name__
     result = {**asdict(spec), "cell": cell_label(cell), "cell_spec": cell,
               "hidden_size": int(model.hparams.get("hidden_size", spec.hidden_size or 0)),
               "params": count_parameters(model), "steps": steps, "epochs": epochs, "seconds": seconds,
@@ -267,8 +267,8 @@ def plan(config: str, cells: Sequence[Any], seeds: Sequence[int], budget: Budget
             target = counter.target(match_params)
             for cell in cells:
                 matches[cell_label(cell)] = counter.match(cell, target)
-                print(f"compare: {' '.join(f'{k}={v}' for k, v in point.items())} {matches[cell_label(cell)].describe()}",
-                      file=log, flush=True)
+                where = "".join(f"{k}={v} " for k, v in point.items())
+                print(f"compare: {where}{matches[cell_label(cell)].describe()}", file=log, flush=True)
         for cell in cells:
             label = cell_label(cell)
             match = matches.get(label)

@@ -46,7 +46,8 @@ class Match:
         return (self.params - self.target) / self.target
 
     def describe(self) -> str:
-        return f"{self.cell}: hidden {self.hidden_size}, {self.params:,} parameters ({self.gap:+.2%} of {self.target:,})"
+        return (f"{self.cell}: hidden {self.hidden_size}, {self.params:,} parameters "
+                f"({self.gap:+.2%} of {self.target:,})")
 
 
 def cell_name(cell: CellSpec) -> str:
