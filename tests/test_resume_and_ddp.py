@@ -24,7 +24,7 @@ def logic(data_dir: Path, cache: Path, root: Path, batch: int, dropout: float) -
     # the logic model has no dropout option; a dropout-free task still checks the data position
     return ["--config", str(ROOT / "configs" / "logic" / "gru.yaml"), "--data.init_args.train_size", "96",
             "--data.init_args.val_size", "16", "--data.init_args.test_size", "16", "--data.init_args.batch_size",
-            str(batch), "--trainer.limit_val_batches", "1"] + common(root)
+            str(batch), "--trainer.limit_val_batches", "2"] + common(root)
 
 
 def seq2seq(data_dir: Path, cache: Path, root: Path, batch: int, dropout: float) -> List[str]:
@@ -34,7 +34,7 @@ def seq2seq(data_dir: Path, cache: Path, root: Path, batch: int, dropout: float)
             "--model.init_args.lr_scheduler", "null",
             "--data.init_args.data_dir", str(data_dir / "multi30k"), "--data.init_args.limit", "80",
             "--data.init_args.subword_vocab_size", "300", "--data.init_args.batch_size", str(batch),
-            "--data.init_args.cache_dir", str(cache), "--trainer.limit_val_batches", "1"] + common(root)
+            "--data.init_args.cache_dir", str(cache), "--trainer.limit_val_batches", "2"] + common(root)
 
 
 def absa(data_dir: Path, cache: Path, root: Path, batch: int, dropout: float) -> List[str]:
@@ -42,7 +42,7 @@ def absa(data_dir: Path, cache: Path, root: Path, batch: int, dropout: float) ->
             "--model.init_args.embedding_size", "16", "--model.init_args.hidden_size", "12",
             "--model.init_args.dropout", str(dropout), "--model.init_args.pretrained_embeddings", "null",
             "--data.init_args.batch_size", str(batch), "--data.init_args.cache_dir", str(cache),
-            "--trainer.limit_val_batches", "1"] + common(root)
+            "--trainer.limit_val_batches", "2"] + common(root)
 
 
 def common(root: Path) -> List[str]:

@@ -1,0 +1,65 @@
+"""Per-paper reproduction reports: the ordering verdict, the summary of runs, and a tiny report end to end."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from lit_rnncells import reproduce
+from lit_rnncells.reproduce import Experiment, ordering_verdict, summarise
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _exp(**kw) -> Experiment:
+    base = dict(name="x", title="X", config="configs/logic/gru.yaml", cells={"GRU": "GRU", "MuFuRU": "MuFuRU"},
+                paper={"GRU": 0.9, "MuFuRU": 0.95}, metric="test/acc", lower_is_better=False, budget="epochs=1")
+    base.update(kw)
+    return Experiment(**base)
+
+
+def _row(cell: str, seed: int, acc: float) -> dict:
+    return {"cell": cell, "seed": seed, "hidden_size": 8, "params": 1234, "test/acc": acc}
+
+
+def test_summary_is_mean_and_sample_std_per_cell_with_the_papers_value():
+    exp = _exp(scale=100.0)
+    entries = {e["cell"]: e for e in summarise([_row("GRU", 1, 0.5), _row("GRU", 2, 0.7), _row("MuFuRU", 1, 0.9)],
+                                               exp)}
+    assert entries["GRU"]["mean"] == pytest.approx(60.0) and entries["GRU"]["std"] == pytest.approx(14.1421, 1e-4)
+    assert entries["GRU"]["n"] == 2 and entries["MuFuRU"]["std"] is None and entries["MuFuRU"]["paper"] == 0.95
+
+
+@pytest.mark.parametrize("lower, ours, shows", [(False, (0.5, 0.9), True), (False, (0.9, 0.5), False),
+                                                (True, (0.9, 0.5), False), (True, (0.5, 0.9), True)])
+def test_the_ordering_verdict_compares_best_first_in_the_metric_direction(lower, ours, shows):
+    exp = _exp(lower_is_better=lower, paper={"GRU": 1.0, "MuFuRU": 2.0} if lower else {"GRU": 1.0, "MuFuRU": 2.0})
+    if not lower:
+        exp = _exp(lower_is_better=False, paper={"GRU": 1.0, "MuFuRU": 2.0})
+    entries = summarise([_row("GRU", 1, ours[0]), _row("MuFuRU", 1, ours[1])], exp)
+    # the paper ranks GRU (1.0) ahead when lower is better, MuFuRU (2.0) ahead otherwise
+    verdict = ordering_verdict(entries, exp)
+    assert ("**shows**" in verdict) == shows, verdict
+    assert ("does **not** show" in verdict) == (not shows)
+
+
+def test_a_tiny_report_runs_its_experiment_then_reads_it(tmp_path, monkeypatch):
+    exp = _exp(name="tiny", budget="epochs=1", seeds=1, hidden_size=4, scale=100.0,
+               extra=("--data.init_args.train_size", "64", "--data.init_args.val_size", "16",
+                      "--data.init_args.test_size", "32", "--trainer.limit_val_batches", "2"),
+               paper_setting="p", our_setting="o")
+    monkeypatch.setitem(reproduce.PAPERS, "tiny", ("Tiny paper", [exp]))
+    report = tmp_path / "docs" / "tiny.md"
+    text = reproduce.reproduce("tiny", tmp_path / "runs", report)
+    assert report.read_text() == text
+    assert "| GRU | 0.900 |" in text and "| MuFuRU | 0.950 |" in text and "The paper's ordering" in text
+    assert (tmp_path / "docs" / "tiny_tiny_curves_steps.png").stat().st_size > 1000
+    before = (tmp_path / "runs" / "tiny" / "GRU-h4-s1" / "result.json").stat().st_mtime_ns
+    again = reproduce.reproduce("tiny", tmp_path / "runs", None)
+    assert again.replace("\n", "") == text.replace("![tiny_tiny_curves_steps](tiny_tiny_curves_steps.png)", "").replace("\n", "")
+    assert (tmp_path / "runs" / "tiny" / "GRU-h4-s1" / "result.json").stat().st_mtime_ns == before
+
+
+def test_an_unknown_paper_or_experiment_is_one_line(capsys):
+    assert reproduce.main(["mzu", "--experiments", "nope", "--read-only"]) == 2
+    assert capsys.readouterr().err.strip().startswith("error: Unknown experiment(s) nope of mzu")
