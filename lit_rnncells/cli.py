@@ -16,6 +16,7 @@ from . import cells as _cells  # noqa: F401  (registers cells so short class nam
 from . import data as _data  # noqa: F401
 from . import tasks as _tasks  # noqa: F401
 from . import callbacks as _callbacks
+from .cpu_defaults import keep_freed_memory
 from .callbacks import FiniteGuard, InterruptCheckpoint, PredictionWriter, TrainingDiverged
 from .data.checkpoint_state import read_checkpoint
 from .errors import user_message
@@ -311,7 +312,9 @@ def run(args: Optional[List[str]] = None) -> int:
 
 
 def console_main() -> None:
-    """Entry point of ``python -m lit_rnncells`` and the ``lit-rnncells`` script."""
+    """Entry point of ``python -m lit_rnncells`` and the ``lit-rnncells`` script (with the CPU defaults of
+    :mod:`lit_rnncells.cpu_defaults`)."""
+    keep_freed_memory()
     sys.exit(run())
 
 

@@ -23,12 +23,13 @@ from typing import Dict, List, Optional, Sequence
 ROOT = Path(__file__).resolve().parents[1]
 
 SETTINGS: Dict[str, Dict[str, str]] = {
-    # what the command line does by default (lit_rnncells/threads.py): the user's environment untouched
+    # what the command line does by default (lit_rnncells/cpu_defaults.py): OMP_WAIT_POLICY=PASSIVE and
+    # glibc keeping freed memory
     "CLI default": {},
-    # torch's own default: OpenMP threads spin-wait between parallel regions
-    "OMP_WAIT_POLICY=ACTIVE": {"OMP_WAIT_POLICY": "ACTIVE", "LIT_RNNCELLS_THREADS": "off"},
-    "OMP_WAIT_POLICY=PASSIVE": {"OMP_WAIT_POLICY": "PASSIVE", "LIT_RNNCELLS_THREADS": "off"},
-    "1 thread": {"OMP_NUM_THREADS": "1", "LIT_RNNCELLS_THREADS": "off"},
+    # torch's own defaults: OpenMP threads spin-wait between parallel regions, glibc returns freed memory
+    "torch defaults": {"LIT_RNNCELLS_CPU_DEFAULTS": "0"},
+    "PASSIVE only": {"LIT_RNNCELLS_CPU_DEFAULTS": "0", "OMP_WAIT_POLICY": "PASSIVE"},
+    "CLI default, 1 thread": {"OMP_NUM_THREADS": "1"},
 }
 
 
