@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Dict, List
+from typing import Callable, Dict, List
 
 import pytest
 import torch
@@ -230,22 +230,28 @@ def test_fit_saves_its_config_in_its_own_folder_and_prints_where_and_how_to_resu
 def test_ddp_on_two_processes_takes_the_same_steps_as_one_process_on_the_same_global_batch(data_dir, tmp_path):
     """LM: 2 ranks × 4 streams and 1 rank × 8 streams see the same 8 streams each step; DDP's averaged
     gradients then equal the single process's, so the weights after 3 SGD steps agree."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "WANDB_MODE": "disabled"}
+    assert_ddp_matches_one_process(lambda devices, batch: small_lm(tmp_path / f"run{devices}") + [
+        "--data.init_args.batch_size", str(batch)], tmp_path)
+
+
+def assert_ddp_matches_one_process(fit_args: Callable[[int, int], List[str]], tmp_path: Path) -> None:
+    """``fit`` with ``fit_args(devices, batch)`` on 1 process × 8 and 2 DDP processes × 4, 3 SGD steps (lr 0.5,
+    no clipping): the final weights agree (atol 2e-6)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "WANDB_MODE": "disabled", "OMP_NUM_THREADS": "1"}
     weights = {}
     for devices, batch in ((1, 8), (2, 4)):
         out = tmp_path / f"weights_{devices}.pt"
-        args = small_lm(tmp_path / f"run{devices}") + [
-            "--trainer.max_steps", "3", "--trainer.devices", str(devices), "--data.init_args.batch_size", str(batch),
-            "--model.init_args.optimizer", "torch.optim.SGD", "--model.init_args.optimizer.init_args.lr", "0.5",
-            "--trainer.enable_checkpointing", "false", "--trainer.callbacks", "null",
-            *with_callbacks({"class_path": "tests.examples.recorders.SaveWeightsAtEnd",
-                             "init_args": {"path": str(out)}})]
+        args = ["fit", *fit_args(devices, batch), "--trainer.max_steps", "3", "--trainer.devices", str(devices),
+                "--model.init_args.optimizer", "torch.optim.SGD", "--model.init_args.optimizer.init_args.lr", "0.5",
+                "--trainer.enable_checkpointing", "false", "--trainer.callbacks", "null",
+                "--trainer.gradient_clip_val", "null",
+                *with_callbacks({"class_path": "tests.examples.recorders.SaveWeightsAtEnd",
+                                 "init_args": {"path": str(out)}})]
         if devices > 1:
             args += ["--trainer.strategy", "ddp"]
         proc = subprocess.run([sys.executable, "-m", "lit_rnncells", *args], cwd=tmp_path, env=env,
                               capture_output=True, text=True, timeout=600)
         assert proc.returncode == 0, proc.stderr[-3000:]
         weights[devices] = torch.load(out, weights_only=True)
-    start = torch.load(out, weights_only=True)  # (any) to name the keys
-    for key in start:
-        torch.testing.assert_close(weights[2][key], weights[1][key], atol=2e-6, rtol=1e-5)
+    for key in weights[1]:
+        torch.testing.assert_close(weights[2][key], weights[1][key], atol=2e-6, rtol=1e-5, msg=key)

@@ -3,18 +3,14 @@ losses (dropout on: the random state is in the checkpoint), and 2 DDP processes 
 1 process × batch 2B (the LM's versions of both are in test_reliability.py)."""
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Callable, Dict, List
 
 import pytest
-import torch
 
 from lit_rnncells.cli import run
 
-from .test_reliability import losses, recorder, with_callbacks
+from .test_reliability import assert_ddp_matches_one_process, losses, recorder, with_callbacks
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.real_data
@@ -83,22 +79,5 @@ def test_sigterm_mid_epoch_then_resume_gives_the_uninterrupted_losses(task, data
 def test_two_ddp_processes_train_exactly_as_one_process_on_the_same_global_batch(task, data_dir, cache, tmp_path):
     """2 ranks × batch 4 and 1 rank × batch 8: each step the ranks hold the single process's 8 examples between
     them, and the loss is the mean over the global batch, so after 3 SGD steps the weights agree."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "WANDB_MODE": "disabled", "OMP_NUM_THREADS": "1"}
-    weights = {}
-    for devices, batch in ((1, 8), (2, 4)):
-        out = tmp_path / f"weights_{devices}.pt"
-        args = ["fit", *TASKS[task](data_dir, cache, tmp_path / f"run{devices}", batch, 0.0),
-                "--trainer.max_steps", "3", "--trainer.devices", str(devices),
-                "--model.init_args.optimizer", "torch.optim.SGD", "--model.init_args.optimizer.init_args.lr", "0.5",
-                "--trainer.enable_checkpointing", "false", "--trainer.callbacks", "null",
-                "--trainer.gradient_clip_val", "null",
-                *with_callbacks({"class_path": "tests.examples.recorders.SaveWeightsAtEnd",
-                                 "init_args": {"path": str(out)}})]
-        if devices > 1:
-            args += ["--trainer.strategy", "ddp"]
-        proc = subprocess.run([sys.executable, "-m", "lit_rnncells", *args], cwd=tmp_path, env=env,
-                              capture_output=True, text=True, timeout=600)
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        weights[devices] = torch.load(out, weights_only=True)
-    for key in weights[1]:
-        torch.testing.assert_close(weights[2][key], weights[1][key], atol=2e-6, rtol=1e-5, msg=key)
+    assert_ddp_matches_one_process(
+        lambda devices, batch: TASKS[task](data_dir, cache, tmp_path / f"run{devices}", batch, 0.0), tmp_path)

@@ -327,12 +327,9 @@ def channel_attention(module: nn.Module, x: Tensor, state: Optional[Any] = None,
     with torch.no_grad():
         if isinstance(module, MultiChannel):
             return _cell_attention(module, x, state, lengths)
-        if not hasattr(module, "cell") or not callable(module.cell):
-            raise TypeError(f"channel_attention takes a MultiChannel cell or a Recurrent layer, "
-                            f"got {type(module).__name__}.")
-        cell = module.cell(layer, direction)
-        if not isinstance(cell, MultiChannel):
-            raise TypeError(f"Layer {layer}, direction {direction} holds a {type(cell).__name__}, not a MultiChannel.")
+        from .recording import cell_in
+
+        cell = cell_in(module, MultiChannel, "channel_attention", layer, direction)
         with cell.recording_attention() as log:
             module(x, state, lengths)
         batch = x.shape[0] if module.batch_first else x.shape[1]

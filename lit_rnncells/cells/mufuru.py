@@ -203,16 +203,9 @@ def composition_weights(module: nn.Module, x: Tensor, state: Optional[State] = N
     layer around one (``x`` as its ``forward`` takes it; ``layer`` and ``direction`` pick the cell).
     Runs without gradients; padded steps give zeros. For plots like the paper's Figure 1b.
     """
-    from .recording import record_steps  # a cell module does not import the layer at import time
+    from .recording import cell_in, record_steps  # a cell module does not import the layer at import time
 
-    cell = module if isinstance(module, MuFuRU) else None
-    if cell is None:
-        if not callable(getattr(module, "cell", None)):
-            raise TypeError(f"composition_weights takes a MuFuRU cell or a Recurrent layer, "
-                            f"got {type(module).__name__}.")
-        cell = module.cell(layer, direction)
-        if not isinstance(cell, MuFuRU):
-            raise TypeError(f"Layer {layer}, direction {direction} holds a {type(cell).__name__}, not a MuFuRU.")
+    cell = cell_in(module, MuFuRU, "composition_weights", layer, direction)
     return record_steps(module, cell, cell.recording_op_weights, x, state, lengths, direction)
 
 

@@ -218,16 +218,9 @@ def candidate_activations(module: nn.Module, x: Tensor, state: Optional[State] =
     layer around one (``x`` as its ``forward`` takes it; ``layer`` and ``direction`` pick the cell).
     Runs without gradients; padded steps give zeros. For plots like the paper's Figure 3.
     """
-    from .recording import record_steps  # a cell module does not import the layer at import time
+    from .recording import cell_in, record_steps  # a cell module does not import the layer at import time
 
-    cell = module if isinstance(module, MZU) else None
-    if cell is None:
-        if not callable(getattr(module, "cell", None)):
-            raise TypeError(f"candidate_activations takes an MZU cell or a Recurrent layer, "
-                            f"got {type(module).__name__}.")
-        cell = module.cell(layer, direction)
-        if not isinstance(cell, MZU):
-            raise TypeError(f"Layer {layer}, direction {direction} holds a {type(cell).__name__}, not an MZU.")
+    cell = cell_in(module, MZU, "candidate_activations", layer, direction)
     candidates, states = record_steps(module, cell, cell.recording_candidates, x, state, lengths, direction)
     return candidates, states
 

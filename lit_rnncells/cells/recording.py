@@ -19,6 +19,19 @@ Entry = Union[Tensor, Tuple[Tensor, ...]]
 """What a cell records per step: one ``(B, ...)`` tensor or a tuple of them."""
 
 
+def cell_in(module: nn.Module, kind: type, hook: str, layer: int = 0, direction: int = 0) -> RecurrentCell:
+    """The ``kind`` cell a plotting hook named ``hook`` reads: ``module`` itself, or the cell a ``Recurrent``
+    layer holds at ``layer`` / ``direction``; one clear error otherwise."""
+    if isinstance(module, kind):
+        return module
+    if not callable(getattr(module, "cell", None)):
+        raise TypeError(f"{hook} takes a {kind.__name__} cell or a Recurrent layer, got {type(module).__name__}.")
+    cell = module.cell(layer, direction)
+    if not isinstance(cell, kind):
+        raise TypeError(f"Layer {layer}, direction {direction} holds a {type(cell).__name__}, not a {kind.__name__}.")
+    return cell
+
+
 def record_steps(module: nn.Module, cell: RecurrentCell,
                  recording: Callable[[], AbstractContextManager[List[Entry]]], x: Tensor,
                  state: Optional[State] = None, lengths: Optional[Tensor] = None, direction: int = 0
