@@ -43,6 +43,13 @@ def test_the_ordering_verdict_compares_best_first_in_the_metric_direction(lower,
     assert ("does **not** show" in verdict) == (not shows)
 
 
+def test_without_numbers_the_papers_claimed_best_cell_is_checked():
+    exp = _exp(paper={"GRU": None, "MuFuRU": None}, claimed_best="MuFuRU")
+    shows = ordering_verdict(summarise([_row("GRU", 1, 0.5), _row("MuFuRU", 1, 0.9)], exp), exp)
+    not_shown = ordering_verdict(summarise([_row("GRU", 1, 0.9), _row("MuFuRU", 1, 0.5)], exp), exp)
+    assert "claim **shows**" in shows and "claim does **not** show" in not_shown
+
+
 def test_a_tiny_report_runs_its_experiment_then_reads_it(tmp_path, monkeypatch):
     exp = _exp(name="tiny", budget="epochs=1", seeds=1, hidden_size=4, scale=100.0,
                extra=("--data.init_args.train_size", "64", "--data.init_args.val_size", "16",
