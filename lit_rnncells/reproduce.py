@@ -94,11 +94,11 @@ PAPERS: Dict[str, Tuple[str, List[Experiment]]] = {
             name="logic_regime", title="Propositional logic, harder regime: test accuracy % on 21-40 gates",
             config="configs/logic/gru.yaml", cells={"GRU": "GRU", "MuFuRU": "MuFuRU"},
             paper={"GRU": None, "MuFuRU": None}, metric="test/acc", scale=100.0, lower_is_better=False,
-            budget="epochs=100", seeds=1,
+            budget="epochs=100", seeds=3,
             vary=("data.init_args.train_size=100,1000", "data.init_args.test_gates=[21,40]",
                   "model.init_args.hidden_size=2,4,8"),
             paper_setting="not in the paper: our search for the regime where the cells differ",
-            our_setting="100 or 1,000 training formulas of 5-10 gates, test on 21-40 gates, hidden 2/4/8, 1 seed"),
+            our_setting="100 or 1,000 training formulas of 5-10 gates, test on 21-40 gates, hidden 2/4/8, 3 seeds"),
     ]),
     "caru": ("CARU: Content-Adaptive Recurrent Unit (caru.md)", [
         Experiment(

@@ -90,6 +90,7 @@ def save_figure(fig: Any, output: str | Path, *, wandb_key: Optional[str] = None
 
 
 def checkpoint_label(path: str | Path) -> str:
-    """A short name for a checkpoint in titles and legends: ``<run folder>/<file>``."""
+    """A short name for a checkpoint in titles and legends: ``<run folder>/<file>`` (the run folder above a
+    ``checkpoints/`` or the comparison runner's ``best/`` folder)."""
     p = Path(path)
-    return f"{p.parent.parent.name}/{p.name}" if p.parent.name == "checkpoints" else f"{p.parent.name}/{p.name}"
+    return f"{p.parent.parent.name}/{p.name}" if p.parent.name in ("checkpoints", "best") else f"{p.parent.name}/{p.name}"

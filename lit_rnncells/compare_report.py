@@ -1,0 +1,144 @@
+"""What a comparison writes: ``runs.csv``, the mean ± std table, learning curves as PNG, and the W&B log."""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import statistics
+from pathlib import Path
+from typing import Any, Dict, List, Sequence, Tuple
+
+RESULT_FILE = "result.json"
+CURVES_FILE = "curves.json"
+
+
+def row_of(result: Dict[str, Any]) -> Dict[str, Any]:
+    """The ``runs.csv`` row of a run's ``result.json``."""
+    monitor = result["monitor"]
+    row: Dict[str, Any] = {"run_id": result["run_id"], "cell": result["cell"], "seed": result["seed"]}
+    row.update({k: v for k, v in result["grid"].items()})
+    row.update(hidden_size=result["hidden_size"], params=result["params"],
+               params_target=(result.get("match") or {}).get("target", ""), budget=result["budget"],
+               steps=result["steps"], epochs=result["epochs"], seconds=round(result["seconds"], 3),
+               tokens_per_s=round(result["tokens_per_s"], 1))
+    row[f"best {monitor}"] = result[f"best {monitor}"]
+    row.update(result["test"])
+    return row
+
+
+def write_csv(rows: List[Dict[str, Any]], path: Path) -> None:
+    columns = list(dict.fromkeys(k for r in rows for k in r))
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=columns)
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def number(x: float) -> str:
+    """4 significant digits, no exponent for large values (12345 rather than 1.234e+04)."""
+    return f"{x:.0f}" if abs(x) >= 1000 else f"{x:.4g}"
+
+
+def mean_std(values: List[float]) -> str:
+    """``mean ± sample std``; a single value alone."""
+    if len(values) == 1:
+        return number(values[0])
+    return f"{number(statistics.fmean(values))} ± {number(statistics.stdev(values))}"
+
+
+def summary_markdown(rows: List[Dict[str, Any]], config: str, budget: str, monitor: str,
+                     grid_keys: Sequence[str]) -> str:
+    """Mean ± sample std over seeds per cell and grid point, with n, hidden size and parameters."""
+    metrics = [f"best {monitor}"] + sorted({k for r in rows for k in r if k.startswith("test/")})
+    header = ["cell", *[k.rsplit(".", 1)[-1] for k in grid_keys], "hidden", "params", "n", *metrics, "steps",
+              "seconds", "tokens/s"]
+    lines = [f"Comparison of `{config}` at budget {budget}; mean ± sample std over seeds; the best-{monitor} "
+             "checkpoint of each run is tested.", "",
+             "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    groups: Dict[Tuple[Any, ...], List[Dict[str, Any]]] = {}
+    for r in rows:
+        groups.setdefault((r["cell"], *[r[k] for k in grid_keys], r["hidden_size"]), []).append(r)
+    for key, members in groups.items():
+        cells = [str(k) for k in key[:-1]] + [str(key[-1]), f"{members[0]['params']:,}", str(len(members))]
+        for m in metrics:
+            values = [float(r[m]) for r in members if r.get(m) not in (None, "")]
+            cells.append(mean_std(values) if values else "")
+        cells += [mean_std([float(r["steps"]) for r in members]), mean_std([float(r["seconds"]) for r in members]),
+                  mean_std([float(r["tokens_per_s"]) for r in members])]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def curve_groups(results: List[Dict[str, Any]], grid_keys: Sequence[str]) -> Dict[str, List[Path]]:
+    """Curve files of the seeds of each cell and grid point, by legend label."""
+    groups: Dict[str, List[Path]] = {}
+    for r in results:
+        label = " ".join([r["cell"]] + [f"{k.rsplit('.', 1)[-1]}={r['grid'][k]}" for k in grid_keys])
+        groups.setdefault(label, []).append(Path(r["folder"]) / CURVES_FILE)
+    return groups
+
+
+def band(series: List[Tuple[List[float], List[float]]]) -> Tuple[Any, Any, Any, Any]:
+    """Mean, min and max over seeds on the union of their x values (each seed interpolated inside its range)."""
+    import numpy as np
+
+    xs = np.unique(np.concatenate([np.asarray(x, dtype=float) for x, _ in series]))
+    ys = np.full((len(series), len(xs)), np.nan)
+    for i, (x, y) in enumerate(series):
+        inside = (xs >= min(x)) & (xs <= max(x))
+        ys[i, inside] = np.interp(xs[inside], x, y)
+    keep = ~np.all(np.isnan(ys), axis=0)
+    xs, ys = xs[keep], ys[:, keep]
+    return xs, np.nanmean(ys, 0), np.nanmin(ys, 0), np.nanmax(ys, 0)
+
+
+def plot_curves(groups: Dict[str, List[Path]], x_key: str, metric: str, title: str, output: Path) -> Path:
+    """Validation ``metric`` against ``x_key`` (steps or seconds): one line per group, mean over seeds,
+    min–max band."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for label, paths in groups.items():
+        series = []
+        for path in paths:
+            points = [p for p in json.loads(path.read_text())["validation"] if metric in p] if path.is_file() else []
+            if points:
+                series.append(([p[x_key] for p in points], [p[metric] for p in points]))
+        if not series:
+            continue
+        xs, mean, low, high = band(series)
+        line, = ax.plot(xs, mean, marker="o" if len(xs) < 30 else None, label=f"{label} (n={len(series)})")
+        ax.fill_between(xs, low, high, color=line.get_color(), alpha=0.2)
+    ax.set_xlabel("optimiser steps" if x_key == "step" else "wall-clock seconds since fit start")
+    ax.set_ylabel(f"{metric} (mean over seeds, min–max band)")
+    ax.set_title(title, fontsize=10)
+    ax.grid(alpha=0.3)
+    if ax.lines:
+        ax.legend(fontsize=8)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(output, dpi=120)
+    plt.close(fig)
+    return output
+
+
+def log_to_wandb(out: Path, config: str, rows: List[Dict[str, Any]], images: List[Path]) -> None:
+    """Log the table and the PNGs as one W&B run (``job_type=compare``) unless W&B is disabled."""
+    if os.environ.get("WANDB_MODE") == "disabled":
+        return
+    try:
+        import wandb
+
+        from .loggers import wandb_configured
+    except ImportError:
+        return
+    mode = "online" if wandb_configured() and os.environ.get("WANDB_MODE") not in ("offline", "dryrun") else "offline"
+    run = wandb.init(project=os.environ.get("WANDB_PROJECT", "lit_rnncells"), job_type="compare",
+                     name=f"compare-{out.name}", dir=str(out), mode=mode, config={"config": config})
+    columns = list(dict.fromkeys(k for r in rows for k in r))
+    run.log({"compare/runs": wandb.Table(columns=columns, data=[[r.get(c) for c in columns] for r in rows]),
+             **{f"compare/{p.stem}": wandb.Image(str(p)) for p in images}})
+    run.finish()
