@@ -230,7 +230,7 @@ def test_fit_saves_its_config_in_its_own_folder_and_prints_where_and_how_to_resu
 def test_ddp_on_two_processes_takes_the_same_steps_as_one_process_on_the_same_global_batch(data_dir, tmp_path):
     """LM: 2 ranks × 4 streams and 1 rank × 8 streams see the same 8 streams each step; DDP's averaged
     gradients then equal the single process's, so the weights after 3 SGD steps agree."""
-    assert_ddp_matches_one_process(lambda devices, batch: small_lm(tmp_path / f"run{devices}") + [
+    assert_ddp_matches_one_process(lambda devices, batch: small_lm(tmp_path / f"run{devices}")[1:] + [
         "--data.init_args.batch_size", str(batch)], tmp_path)
 
 
