@@ -11,6 +11,7 @@ and the budget, and whether the paper's ordering of the cells shows.
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import statistics
 import sys
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .compare import CompareError, compare
+from .compare_report import RESULT_FILE, row_of
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -89,7 +91,9 @@ PAPERS: Dict[str, Tuple[str, List[Experiment]]] = {
             paper_setting="1,000 training formulas of 5-10 gates, 1,000 test formulas of 11-20 gates, 100 epochs; "
                           "the figure shows MuFuRU of size 8 near 100% and the GRU lower at small sizes "
                           "(no numbers in the text)",
-            our_setting="the paper's data and epochs, embedding 32, Adam (β1 = 0), hidden 4 and 8, 3 seeds"),
+            our_setting="the paper's data and epochs, embedding 32, Adam (β1 = 0), hidden 4 and 8, 3 seeds; "
+                        "compared at equal hidden size as in the paper's figure, where MuFuRU has about twice "
+                        "the GRU's parameters"),
         Experiment(
             name="logic_regime", title="Propositional logic, harder regime: test accuracy % on 21-40 gates",
             config="configs/logic/gru.yaml", cells={"GRU": "GRU", "MuFuRU": "MuFuRU"},
@@ -221,7 +225,7 @@ def experiment_markdown(exp: Experiment, entries: List[Dict[str, Any]], figures:
     short = [k.rsplit(".", 1)[-1] for k in grid_keys]
     lines = [f"## {exp.title}", "",
              f"- Config `{exp.config}`, budget `{exp.budget}`, "
-             f"{exp.seeds} seed{'s' if exp.seeds != 1 else ''}, metric `{exp.metric}` "
+             f"{exp.seeds} seed{'s' if exp.seeds != 1 else ''} (n: the runs finished), metric `{exp.metric}` "
              f"({'lower' if exp.lower_is_better else 'higher'} is better).",
              f"- Paper setting: {exp.paper_setting}.", f"- Our setting: {exp.our_setting}.", "",
              "| cell | " + "".join(f"{k} | " for k in short) + "paper | ours (mean ± std) | n | hidden | params |",
@@ -269,14 +273,18 @@ def reproduce(paper: str, out: Path, report: Optional[Path], experiments: Option
                "orderings, not the values.", ""]
     for exp in chosen:
         folder = out / exp.name
-        if read_only and not (folder / "runs.csv").exists():
+        finished = sorted(folder.glob(f"*/{RESULT_FILE}"))
+        if read_only and not finished:
             parts += [f"## {exp.title}", "", f"Not run yet: `python -m lit_rnncells.reproduce {paper} "
                       f"--experiments {exp.name}` runs it.", ""]
             continue
-        rows = compare(str(ROOT / exp.config) if not Path(exp.config).is_absolute() else exp.config,
-                       list(exp.cells), seeds=exp.seeds, budget=exp.budget, out=folder,
-                       match_params=exp.match_params, hidden_size=exp.hidden_size, vary=list(exp.vary),
-                       extra=list(exp.extra), test_every_epoch=exp.test_every_epoch, no_wandb=True, log=log)
+        if read_only:  # the runs that finished, nothing new
+            rows = [row_of(json.loads(path.read_text())) for path in finished]
+        else:
+            rows = compare(str(ROOT / exp.config) if not Path(exp.config).is_absolute() else exp.config,
+                           list(exp.cells), seeds=exp.seeds, budget=exp.budget, out=folder,
+                           match_params=exp.match_params, hidden_size=exp.hidden_size, vary=list(exp.vary),
+                           extra=list(exp.extra), test_every_epoch=exp.test_every_epoch, no_wandb=True, log=log)
         figures = []
         if report is not None:
             for png in ("curves_steps.png",):
@@ -301,7 +309,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--out", default="runs/reproduce", help="folder of the runs (one subfolder per experiment)")
     ap.add_argument("--report", help="write the markdown here (default: print it)")
     ap.add_argument("--experiments", nargs="+", help="only these experiments of the paper")
-    ap.add_argument("--read-only", action="store_true", help="report finished experiments only; run nothing new")
+    ap.add_argument("--read-only", action="store_true", help="report the runs that finished; run nothing new")
     args = ap.parse_args(argv)
     try:
         text = reproduce(args.paper, Path(args.out), Path(args.report) if args.report else None, args.experiments,

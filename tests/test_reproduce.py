@@ -65,6 +65,11 @@ def test_a_tiny_report_runs_its_experiment_then_reads_it(tmp_path, monkeypatch):
     again = reproduce.reproduce("tiny", tmp_path / "runs", None)
     assert again.replace("\n", "") == text.replace("![tiny_tiny_curves_steps](tiny_tiny_curves_steps.png)", "").replace("\n", "")
     assert (tmp_path / "runs" / "tiny" / "GRU-h4-s1" / "result.json").stat().st_mtime_ns == before
+    assert reproduce.reproduce("tiny", tmp_path / "runs", None, read_only=True) == again  # reads, runs nothing
+    (tmp_path / "runs" / "tiny" / "MuFuRU-h4-s1" / "result.json").unlink()
+    partial = reproduce.reproduce("tiny", tmp_path / "runs", None, read_only=True)
+    assert "| GRU | 0.900 |" in partial and "| MuFuRU |" not in partial
+    assert not (tmp_path / "runs" / "tiny" / "MuFuRU-h4-s1" / "result.json").exists()
 
 
 def test_an_unknown_paper_or_experiment_is_one_line(capsys):
