@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .compare import CompareError, compare
-from .compare_report import RESULT_FILE, row_of
+from .compare_report import RESULT_FILE, curve_groups, plot_curves, row_of
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -278,8 +278,13 @@ def reproduce(paper: str, out: Path, report: Optional[Path], experiments: Option
             parts += [f"## {exp.title}", "", f"Not run yet: `python -m lit_rnncells.reproduce {paper} "
                       f"--experiments {exp.name}` runs it.", ""]
             continue
-        if read_only:  # the runs that finished, nothing new
-            rows = [row_of(json.loads(path.read_text())) for path in finished]
+        if read_only:  # the runs that finished, nothing new; their curves drawn again
+            results = [json.loads(path.read_text()) for path in finished]
+            rows = [row_of(r) for r in results]
+            grid_keys = [v.split("=", 1)[0] for v in exp.vary]
+            plot_curves(curve_groups(results, grid_keys), "step", results[0]["monitor"],
+                        f"{exp.config}, budget {exp.budget} (finished runs): validation {results[0]['monitor']}",
+                        folder / "curves_steps.png")
         else:
             rows = compare(str(ROOT / exp.config) if not Path(exp.config).is_absolute() else exp.config,
                            list(exp.cells), seeds=exp.seeds, budget=exp.budget, out=folder,
