@@ -76,7 +76,11 @@ def save_figure(fig: Any, output: str | Path, *, wandb_key: Optional[str] = None
 
     path = Path(output)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
+    if fig._suptitle is not None:  # leave room above the panels for the figure's own title
+        lines = fig._suptitle.get_text().count("\n") + 1
+        fig.tight_layout(rect=(0, 0, 1, 1 - min(0.25, 0.35 * lines / fig.get_size_inches()[1])))
+    else:
+        fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
     try:
