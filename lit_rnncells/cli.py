@@ -8,7 +8,9 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
+import torch
 from lightning.pytorch import LightningDataModule, LightningModule, Trainer
+from lightning.pytorch.accelerators import CPUAccelerator
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI, SaveConfigCallback
 from lightning.pytorch.utilities import rank_zero_warn
 
@@ -16,7 +18,7 @@ from . import cells as _cells  # noqa: F401  (registers cells so short class nam
 from . import data as _data  # noqa: F401
 from . import tasks as _tasks  # noqa: F401
 from . import callbacks as _callbacks
-from .cpu_defaults import keep_freed_memory
+from .cpu_defaults import keep_freed_memory, threads_for
 from .callbacks import FiniteGuard, InterruptCheckpoint, PredictionWriter, TrainingDiverged
 from .data.checkpoint_state import read_checkpoint
 from .errors import user_message
@@ -135,6 +137,9 @@ class LitRNNCellsCLI(LightningCLI):
     def instantiate_classes(self) -> None:
         super().instantiate_classes()
         self._check_data_against_checkpoint()
+        threads = threads_for(self.model)
+        if threads is not None and isinstance(self.trainer.accelerator, CPUAccelerator):
+            torch.set_num_threads(threads)  # small models: see cpu_defaults.py
         if self.subcommand == "fit":
             self.trainer.callbacks.extend([FiniteGuard(), InterruptCheckpoint()])
         if self.subcommand == "predict":

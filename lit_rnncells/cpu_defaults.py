@@ -1,21 +1,29 @@
-"""CPU settings the command line applies for you, before torch starts (``LIT_RNNCELLS_CPU_DEFAULTS=0``: none).
+"""CPU settings the command line applies for you (``LIT_RNNCELLS_CPU_DEFAULTS=0``: none).
 
 ``python -m lit_rnncells.show_cpu_defaults`` prints what the command line runs with.
 
-* ``OMP_WAIT_POLICY=PASSIVE`` unless you set it: torch's OpenMP threads then sleep between parallel
-  regions instead of spinning. Spinning threads of one training take the cores another process needs
-  (measured by ``scripts/bench_load.py``; the table is in docs/measured.md). OpenMP reads this once, when torch loads, so it is set
-  on import of the package when the process was started as the command line (``python -m lit_rnncells``,
-  ``lit-rnncells``) and torch is not loaded yet; in your own scripts set it in the environment.
+* **One thread for small models.** A model of fewer than :data:`SMALL_MODEL_PARAMETERS` parameters
+  trained on the CPU runs with one torch thread: its matrices are too small for a second thread to pay,
+  and OpenMP threads spin-waiting between those small parallel regions take the core another process
+  needs. Measured by ``scripts/bench_load.py`` (docs/measured.md): for the README's run command and a
+  short LM fit, one thread was as fast alone as torch's two (0.92–1.02×) and took 1.0× as long beside a
+  busy process, where torch's two spinning threads took 2.5× as long. ``OMP_WAIT_POLICY=PASSIVE``, the
+  other cure for spinning, made the runs alone 1.65–1.89× slower, so it is not set. Your own ``OMP_NUM_THREADS``
+  (or ``torch.set_num_threads``-style setting through it) always wins.
 * glibc's malloc keeps freed memory (:func:`lit_rnncells.benchmark.keep_freed_memory`) instead of
-  returning each step's activations to the OS and page-faulting them back in.
+  returning each step's activations to the OS and page-faulting them back in (measured on the seq2seq
+  reference, which ran at 50% system time without it).
 """
 from __future__ import annotations
 
 import os
-import sys
+from typing import Optional
+
+import torch
 
 SWITCH = "LIT_RNNCELLS_CPU_DEFAULTS"
+SMALL_MODEL_PARAMETERS = 1_000_000
+"""Below this many parameters a model trains on one CPU thread by default."""
 
 
 def enabled() -> bool:
@@ -23,20 +31,12 @@ def enabled() -> bool:
     return os.environ.get(SWITCH, "1").strip().lower() not in ("0", "off", "false", "no")
 
 
-def started_as_command_line() -> bool:
-    """Whether this process is ``python -m lit_rnncells[.x]`` or the ``lit-rnncells`` script.
-
-    While ``python -m`` imports the package, ``sys.argv[0]`` is still ``"-m"``."""
-    first = sys.argv[0] if sys.argv else ""
-    return first == "-m" or os.path.basename(first) in ("lit-rnncells", "lit_rnncells")
-
-
-def set_wait_policy() -> bool:
-    """``OMP_WAIT_POLICY=PASSIVE`` when wanted and still possible; returns whether it was set."""
-    if not enabled() or "OMP_WAIT_POLICY" in os.environ or "torch" in sys.modules or not started_as_command_line():
-        return False
-    os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
-    return True
+def threads_for(model: torch.nn.Module) -> Optional[int]:
+    """The torch thread count the command line sets for ``model`` on the CPU, or None to leave torch's."""
+    if not enabled() or os.environ.get("OMP_NUM_THREADS"):
+        return None
+    parameters = sum(p.numel() for p in model.parameters())
+    return 1 if parameters < SMALL_MODEL_PARAMETERS else None
 
 
 def keep_freed_memory() -> bool:
@@ -46,4 +46,3 @@ def keep_freed_memory() -> bool:
     from .benchmark import keep_freed_memory as keep
 
     return keep()
-

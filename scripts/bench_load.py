@@ -23,13 +23,13 @@ from typing import Dict, List, Optional, Sequence
 ROOT = Path(__file__).resolve().parents[1]
 
 SETTINGS: Dict[str, Dict[str, str]] = {
-    # what the command line does by default (lit_rnncells/cpu_defaults.py): OMP_WAIT_POLICY=PASSIVE and
-    # glibc keeping freed memory
+    # what the command line does by default (lit_rnncells/cpu_defaults.py): one thread for a small model on
+    # the CPU, glibc keeping freed memory
     "CLI default": {},
-    # torch's own defaults: OpenMP threads spin-wait between parallel regions, glibc returns freed memory
+    # torch's own defaults: a thread per core, OpenMP threads spin-wait, glibc returns freed memory
     "torch defaults": {"LIT_RNNCELLS_CPU_DEFAULTS": "0"},
-    "PASSIVE only": {"LIT_RNNCELLS_CPU_DEFAULTS": "0", "OMP_WAIT_POLICY": "PASSIVE"},
-    "CLI default, 1 thread": {"OMP_NUM_THREADS": "1"},
+    # the other cure for spinning threads: they sleep between parallel regions
+    "torch defaults + OMP_WAIT_POLICY=PASSIVE": {"LIT_RNNCELLS_CPU_DEFAULTS": "0", "OMP_WAIT_POLICY": "PASSIVE"},
 }
 
 

@@ -1,4 +1,4 @@
-"""The command line's CPU defaults: OpenMP threads sleep instead of spinning, set before torch loads."""
+"""The command line's CPU defaults: one thread for small models on the CPU, glibc keeping freed memory."""
 from __future__ import annotations
 
 import os
@@ -7,35 +7,43 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
+
+from lit_rnncells.cli import main
+from lit_rnncells.cpu_defaults import SMALL_MODEL_PARAMETERS, threads_for
 
 ROOT = Path(__file__).resolve().parents[1]
+LOGIC = str(ROOT / "configs" / "logic" / "mufuru.yaml")
 
 
-def _show(**env: str) -> str:
-    base = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "LIT_RNNCELLS_CPU_DEFAULTS")}
-    base["PYTHONPATH"] = str(ROOT)
-    out = subprocess.run([sys.executable, "-m", "lit_rnncells.show_cpu_defaults"], env={**base, **env},
-                         capture_output=True, text=True, check=True)
-    return out.stdout
+def test_a_small_model_gets_one_thread_a_large_one_keeps_torchs(monkeypatch):
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.delenv("LIT_RNNCELLS_CPU_DEFAULTS", raising=False)
+    assert threads_for(torch.nn.Linear(10, 10)) == 1
+    assert threads_for(torch.nn.Linear(1000, SMALL_MODEL_PARAMETERS // 1000 + 1)) is None
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")  # the user's setting wins
+    assert threads_for(torch.nn.Linear(10, 10)) is None
+    monkeypatch.delenv("OMP_NUM_THREADS")
+    monkeypatch.setenv("LIT_RNNCELLS_CPU_DEFAULTS", "0")
+    assert threads_for(torch.nn.Linear(10, 10)) is None
 
 
-def test_the_command_line_sets_a_passive_wait_policy_and_keeps_freed_memory():
-    shown = _show()
-    assert "OMP_WAIT_POLICY=PASSIVE" in shown and "keep_freed_memory=True" in shown
+def test_the_command_line_runs_the_main_job_on_one_thread(monkeypatch, tmp_path):
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.delenv("LIT_RNNCELLS_CPU_DEFAULTS", raising=False)
+    before = torch.get_num_threads()
+    try:
+        main(["--config", LOGIC, "--trainer.logger", "false", "--trainer.default_root_dir", str(tmp_path)], run=False)
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(before)
 
 
-@pytest.mark.parametrize("env, expected", [({"OMP_WAIT_POLICY": "ACTIVE"}, "OMP_WAIT_POLICY=ACTIVE"),
-                                           ({"LIT_RNNCELLS_CPU_DEFAULTS": "0"}, "OMP_WAIT_POLICY=(unset")])
-def test_the_users_setting_wins_and_the_defaults_can_be_turned_off(env, expected):
-    shown = _show(**env)
-    assert expected in shown
-    if "LIT_RNNCELLS_CPU_DEFAULTS" in env:
-        assert "keep_freed_memory=False" in shown
-
-
-def test_importing_the_library_in_a_script_changes_nothing():
-    code = "import lit_rnncells, os; print(os.environ.get('OMP_WAIT_POLICY'))"
-    base = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
-    out = subprocess.run([sys.executable, "-c", code], env={**base, "PYTHONPATH": str(ROOT)}, capture_output=True,
-                         text=True, check=True)
-    assert out.stdout.strip() == "None"
+@pytest.mark.parametrize("env, expected", [({}, "keep_freed_memory=True"),
+                                           ({"LIT_RNNCELLS_CPU_DEFAULTS": "0"}, "keep_freed_memory=False")])
+def test_show_cpu_defaults_prints_the_settings(env, expected):
+    base = {k: v for k, v in os.environ.items() if k not in ("OMP_NUM_THREADS", "LIT_RNNCELLS_CPU_DEFAULTS")}
+    out = subprocess.run([sys.executable, "-m", "lit_rnncells.show_cpu_defaults", "--config", LOGIC],
+                         env={**base, "PYTHONPATH": str(ROOT), **env}, capture_output=True, text=True, check=True)
+    assert expected in out.stdout
+    assert ("model_threads=1" in out.stdout) == (not env)
