@@ -33,9 +33,7 @@ def test_summary_is_mean_and_sample_std_per_cell_with_the_papers_value():
 @pytest.mark.parametrize("lower, ours, shows", [(False, (0.5, 0.9), True), (False, (0.9, 0.5), False),
                                                 (True, (0.9, 0.5), False), (True, (0.5, 0.9), True)])
 def test_the_ordering_verdict_compares_best_first_in_the_metric_direction(lower, ours, shows):
-    exp = _exp(lower_is_better=lower, paper={"GRU": 1.0, "MuFuRU": 2.0} if lower else {"GRU": 1.0, "MuFuRU": 2.0})
-    if not lower:
-        exp = _exp(lower_is_better=False, paper={"GRU": 1.0, "MuFuRU": 2.0})
+    exp = _exp(lower_is_better=lower, paper={"GRU": 1.0, "MuFuRU": 2.0})
     entries = summarise([_row("GRU", 1, ours[0]), _row("MuFuRU", 1, ours[1])], exp)
     # the paper ranks GRU (1.0) ahead when lower is better, MuFuRU (2.0) ahead otherwise
     verdict = ordering_verdict(entries, exp)

@@ -67,6 +67,7 @@ from torch.autograd.function import once_differentiable
 from torch.nn import functional as F
 
 from .base import CellFactory, RecurrentCell, State, check_positive
+from .recording import cell_in, mask_padded, unreverse_steps
 from .registry import get_cell, register_cell
 
 MCState = Tuple[Tensor, ...]
@@ -327,8 +328,6 @@ def channel_attention(module: nn.Module, x: Tensor, state: Optional[Any] = None,
     with torch.no_grad():
         if isinstance(module, MultiChannel):
             return _cell_attention(module, x, state, lengths)
-        from .recording import cell_in
-
         cell = cell_in(module, MultiChannel, "channel_attention", layer, direction)
         with cell.recording_attention() as log:
             module(x, state, lengths)
@@ -337,8 +336,8 @@ def channel_attention(module: nn.Module, x: Tensor, state: Optional[Any] = None,
             return x.new_zeros(batch, 0, cell.channels)
         alpha = torch.stack(log)  # (T, B, c) in processing order
         if direction == 1:
-            alpha = _unreverse(alpha, lengths)
-        return _mask(alpha.transpose(0, 1), lengths)
+            alpha = unreverse_steps(alpha, lengths)
+        return mask_padded(alpha.transpose(0, 1), lengths)
 
 
 def _cell_attention(cell: MultiChannel, x: Tensor, state: Optional[MCState], lengths: Optional[Tensor]) -> Tensor:
@@ -357,24 +356,4 @@ def _cell_attention(cell: MultiChannel, x: Tensor, state: Optional[MCState], len
         return x.new_zeros(x.shape[0], 0, cell.channels)
     with cell.recording_attention() as log:
         cell.output_sequence(states)
-    return _mask(torch.stack(log, dim=1), lengths)
-
-
-def _mask(alpha: Tensor, lengths: Optional[Tensor]) -> Tensor:
-    """Zero α (B, T, c) at padded steps."""
-    if lengths is None:
-        return alpha
-    lengths = torch.as_tensor(lengths, device=alpha.device)
-    real = torch.arange(alpha.shape[1], device=alpha.device).unsqueeze(0) < lengths.unsqueeze(1)
-    return alpha * real.unsqueeze(-1).to(alpha.dtype)
-
-
-def _unreverse(alpha: Tensor, lengths: Optional[Tensor]) -> Tensor:
-    """Undo the backward direction's reversal (within each length) of α (T, B, c)."""
-    if lengths is None:
-        return alpha.flip(0)
-    lengths = torch.as_tensor(lengths, device=alpha.device)
-    t = torch.arange(alpha.shape[0], device=alpha.device).unsqueeze(1)
-    rev = lengths.unsqueeze(0) - 1 - t
-    index = torch.where(rev >= 0, rev, t)
-    return alpha.gather(0, index.unsqueeze(-1).expand_as(alpha))
+    return mask_padded(torch.stack(log, dim=1), lengths)

@@ -60,12 +60,12 @@ def record_steps(module: nn.Module, cell: RecurrentCell,
     for column in columns:
         steps_first = torch.stack(list(column))  # (T, B, ...) in processing order
         if direction == 1 and module is not cell:
-            steps_first = _unreverse(steps_first, lengths)
-        out.append(_mask(steps_first.transpose(0, 1), lengths))
+            steps_first = unreverse_steps(steps_first, lengths)
+        out.append(mask_padded(steps_first.transpose(0, 1), lengths))
     return tuple(out) if isinstance(log[0], tuple) else out[0]
 
 
-def _mask(values: Tensor, lengths: Optional[Tensor]) -> Tensor:
+def mask_padded(values: Tensor, lengths: Optional[Tensor]) -> Tensor:
     """Zero ``values`` ``(B, T, ...)`` at padded steps."""
     if lengths is None:
         return values
@@ -74,7 +74,7 @@ def _mask(values: Tensor, lengths: Optional[Tensor]) -> Tensor:
     return values * real.view(*real.shape, *([1] * (values.dim() - 2))).to(values.dtype)
 
 
-def _unreverse(values: Tensor, lengths: Optional[Tensor]) -> Tensor:
+def unreverse_steps(values: Tensor, lengths: Optional[Tensor]) -> Tensor:
     """Undo the backward direction's reversal (within each length) of ``values`` ``(T, B, ...)``."""
     if lengths is None:
         return values.flip(0)
