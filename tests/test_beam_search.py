@@ -147,6 +147,42 @@ def test_max_length_is_a_times_source_plus_b() -> None:
         assert [len(h[0].tokens) for h in hyps] == [3, 4]  # floor(0.5 * 4 + 1), floor(0.5 * 7 + 1)
 
 
+
+class CountingSteps:
+    """A decodable model's wrapper counting the rows every ``decode_step`` computes."""
+
+    def __init__(self, model: Seq2Seq) -> None:
+        self.model, self.rows = model, 0
+
+    def decode_step(self, prev: Tensor, state: Any, enc: Any) -> Any:
+        self.rows += prev.numel()
+        return self.model.decode_step(prev, state, enc)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.model, name)
+
+
+@pytest.mark.parametrize("penalty", ["gnmt", "average", "none"])
+@pytest.mark.parametrize("n_best", [1, 2])
+def test_early_stopping_returns_the_same_n_best_in_fewer_steps(penalty: str, n_best: int) -> None:
+    model = tiny_model(vocab=20, eos_bias=0.5, seed=2)
+    with torch.no_grad():
+        model.generator.weight.mul_(3.0)  # peaked distributions, as a trained model's
+    src, lengths = batch([7, 3, 9, 5, 6, 4, 8, 5], seed=8)
+    runs = {}
+    for early in (False, True):
+        counted = CountingSteps(model)
+        cfg = SearchConfig(beam_size=5, n_best=n_best, length_penalty=penalty, max_length_b=8, early_stop=early)
+        runs[early] = (beam_search(counted, src, lengths, cfg), counted.rows)
+    (full, full_rows), (early, early_rows) = runs[False], runs[True]
+    for a, b in zip(full, early):
+        assert [h.tokens for h in a] == [h.tokens for h in b]
+        assert [h.score for h in a] == [h.score for h in b]
+        assert all(torch.equal(x.token_scores, y.token_scores) for x, y in zip(a, b))
+    assert early_rows <= full_rows
+    if penalty != "average":  # dividing by the longest allowed length, the average's bound is loose on short outputs
+        assert early_rows < full_rows  # some sentences stopped before beam_size hypotheses had finished
+
 class DictStateToy(nn.Module):
     """The protocol with a dict decoder state and a plain tuple encoding: no Seq2Seq involved."""
 

@@ -12,6 +12,10 @@ What fairseq and OpenNMT-py users rely on, all here:
 * each sentence is finalised on its own once it has ``beam`` finished hypotheses (or reaches its
   maximum length) and is dropped from the active batch; every row is computed independently of the
   others, so a sentence decodes the same alone or in any batch;
+* exact early stopping (``early_stop``, on by default): a sentence also stops as soon as no live
+  hypothesis can still reach its n-best list (its cumulative log-probability divided by the length
+  penalty of the longest allowed output bounds every continuation), so the results are those of
+  decoding until ``beam`` hypotheses are finished, in fewer steps;
 * length penalty: GNMT ``((5 + |y|) / 6) ** alpha`` (Wu et al. 2016 eq. 14), ``average`` (|y|) or
   ``none``; |y| counts the generated tokens including the final EOS;
 * minimum length (EOS banned before it) and maximum length ``floor(a · |src| + b)`` per sentence,
@@ -79,6 +83,7 @@ class SearchConfig:
     max_length_b: int = 10
     no_repeat_ngram_size: int = 0
     ban_unk: bool = False
+    early_stop: bool = True
     return_attention: bool = True
     pad_id: int = 0
     unk_id: int = 1
@@ -162,6 +167,25 @@ def _mask_log_probs(lp: Tensor, history: Tensor, step: int, max_len: Tensor, cfg
         lp[force] = float("-inf")
         lp[force, cfg.eos_id] = eos_lp[force]
     return lp
+
+
+def _cannot_improve(finished: List[List[Hypothesis]], active: Tensor, best_live: Tensor, max_len: Tensor,
+                    cfg: SearchConfig) -> Tensor:
+    """Per active sentence: whether no continuing hypothesis can still enter its n-best list.
+
+    A hypothesis's later tokens only add log-probabilities <= 0, and every length penalty grows with
+    the length, so the normalised score of anything a live hypothesis with cumulative log-probability
+    ``c`` (<= 0) can become is at most ``c / lp(max_len + 1)`` (its longest possible length, EOS
+    included). Once the ``n_best``-th finished score is at least that bound for the best live
+    hypothesis, continuing would only add hypotheses ranked after the current n-best: stopping now
+    returns exactly what decoding until ``beam_size`` hypotheses are finished returns."""
+    nth = []
+    for b in active.tolist():
+        scores = sorted((h.score for h in finished[b]), reverse=True)
+        nth.append(scores[cfg.n_best - 1] if len(scores) >= cfg.n_best else float("-inf"))
+    longest = length_penalty(max_len + 1, cfg.length_penalty, cfg.alpha)
+    bound = best_live.to(torch.float64) / longest
+    return torch.tensor(nth, dtype=torch.float64, device=best_live.device) >= bound
 
 
 def _hypothesis(tokens: List[int], token_scores: Tensor, log_prob: float, attention: Optional[Tensor],
@@ -274,6 +298,8 @@ def beam_search(model: Decodable, source: Tensor, source_lengths: Tensor, cfg: S
         new_cum = new_cum.masked_fill(new_tok == cfg.eos_id, float("-inf"))
         count = torch.tensor([len(finished[int(b)]) for b in active.tolist()], device=device)
         done = (count >= k) | (step >= max_len) | ~torch.isfinite(new_cum[:, 0])
+        if cfg.early_stop:
+            done |= _cannot_improve(finished, active, new_cum[:, 0], max_len, cfg)
         keep = (~done).nonzero().flatten()
         m = keep.numel()
         if m == 0:
