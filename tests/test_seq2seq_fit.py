@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import subprocess
 import sys
 from functools import partial
@@ -161,19 +162,28 @@ def test_ddp_two_cpu_processes_bf16_smoke_fit(data_dir: Path, cache: Path, tmp_p
 
 @pytest.mark.slow
 @pytest.mark.real_data
-def test_bench_seq2seq_script_runs_at_tiny_settings(data_dir: Path, capsys: pytest.CaptureFixture) -> None:
+def test_bench_seq2seq_script_runs_at_tiny_settings(data_dir: Path, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture) -> None:
     sys.path.insert(0, str(ROOT / "scripts"))
     try:
         import bench_seq2seq
     finally:
         sys.path.pop(0)
     threads = torch.get_num_threads()
+    saved = tmp_path / "gru.ckpt"
+    tiny = ["--limit", "40", "--emb", "16", "--hid", "16", "--vocab", "300", "--single", "4", "--threads", "1",
+            "--decode-repeats", "1", "--data", str(data_dir / "multi30k")]
     try:
-        bench_seq2seq.main(["--limit", "40", "--epochs", "1", "--emb", "16", "--hid", "16", "--vocab", "300",
-                            "--single", "4", "--skip-reference", "--cells", "GRU", "CARU", "--threads", "1",
-                            "--data", str(data_dir / "multi30k")])
+        bench_seq2seq.main(tiny + ["--epochs", "1", "--seeds", "0", "1", "--skip-reference", "--cells", "GRU", "CARU",
+                                   "--save-model", str(saved)])
+        out = capsys.readouterr().out
+        bench_seq2seq.main(tiny + ["--decode-from", str(saved)])
+        decoded = capsys.readouterr().out
     finally:
         torch.set_num_threads(threads)
-    out = capsys.readouterr().out
-    assert "| ours Seq2Seq GRU |" in out and "| beam 5 | 128 |" in out and "| CARU |" in out
-    assert "Bar 3 (our beam 5 BLEU >= our greedy)" in out and "CARU Table 2's claim" in out
+    assert "| ours Seq2Seq GRU | 0 |" in out and "| ours Seq2Seq GRU | 1 |" in out and " ± " in out
+    assert "| beam 5 | 128 |" in out and "| CARU |" in out
+    # the saved model decodes to the same greedy BLEU as right after training
+    seed0 = re.search(r"\| ours Seq2Seq GRU \| 0 \| (\d+\.\d+) \|", out).group(1)
+    assert f"test BLEU greedy {seed0}," in decoded and "| beam 5 | 128 |" in decoded
+    assert "Bar 3 (our beam 5 BLEU >= our greedy, seed 0)" in out and "CARU Table 2's claim" in out
