@@ -18,11 +18,14 @@ Prints markdown tables:
   greedy; our beam 5 >= our greedy; tokens/s ratio >= 0.9);
 * decoding speed of our trained model on the test set in sentences/s: batched greedy, batched beam 5 (bar:
   beam 5 at most 2x greedy's time, 3x at worst), and greedy at batch size 1 on the first ``--single`` sentences;
+  the decoder rows (hypotheses x steps) each computed and the time per row, whose product is the ratio;
 * with ``--cells GRU MGU CARU``: a fixed-epoch comparison at equal sizes (test BLEU greedy, parameters,
   seconds per training epoch), CARU Table 2's claim being CARU >= GRU in BLEU with fewer parameters and
   faster epochs.
 
-    python scripts/bench_seq2seq.py --epochs 1                          # the side-by-side
+    python scripts/bench_seq2seq.py --epochs 2 --seeds 0 1 2 --save-model runs/s2s_gru.ckpt   # the side-by-side
+    python scripts/bench_seq2seq.py --decode-from runs/s2s_gru.ckpt     # decoding speed and rows again, no training
+    python scripts/bench_seq2seq.py --epochs 1                          # one seed
     python scripts/bench_seq2seq.py --epochs 1 --cells GRU MGU CARU     # plus the cell comparison
     python scripts/bench_seq2seq.py --limit 300 --epochs 1              # a quick check of the script
 """
@@ -101,14 +104,29 @@ def data_module(args: argparse.Namespace, checkpoint: Optional[Path] = None) -> 
     return dm
 
 
+class RowCounter:
+    """The model, counting the decoder rows (hypotheses) every ``decode_step`` computes: the work a decoder does."""
+
+    def __init__(self, model: Seq2Seq) -> None:
+        self.model, self.rows = model, 0
+
+    def decode_step(self, prev_tokens: torch.Tensor, state: Any, enc: Any) -> Any:
+        self.rows += prev_tokens.numel()
+        return self.model.decode_step(prev_tokens, state, enc)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.model, name)
+
+
 def decode_all(model: Seq2Seq, dm: TranslationDataModule, beam: int, batch_size: int,
                count: Optional[int] = None) -> Dict[str, Any]:
-    """Decode the test sources in input order; sentences/s and the detokenised outputs."""
+    """Decode the test sources in input order; sentences/s, decoder rows computed and the detokenised outputs."""
     test = dm.split("test")
     sources = test["source"][:count] if count else test["source"]
     cfg = replace(model.test_search, beam_size=beam, n_best=1, max_length_a=2.0, max_length_b=10)
     outputs: List[str] = []
     model.eval()
+    counted = RowCounter(model)
     start = time.perf_counter()
     with torch.no_grad():
         for i in range(0, len(sources), batch_size):
@@ -117,10 +135,10 @@ def decode_all(model: Seq2Seq, dm: TranslationDataModule, beam: int, batch_size:
             padded = torch.full((len(chunk), int(lengths.max())), dm.pad_id, dtype=torch.long)
             for row, s in enumerate(chunk):
                 padded[row, :len(s)] = torch.tensor(s)
-            for nbest in search(model, padded, lengths, cfg):
+            for nbest in search(counted, padded, lengths, cfg):
                 outputs.append(dm.target_tokenizer.detokenize(dm.target_tokenizer.decode(nbest[0].tokens)))
     elapsed = time.perf_counter() - start
-    return {"texts": outputs, "sent_s": len(sources) / elapsed, "seconds": elapsed}
+    return {"texts": outputs, "sent_s": len(sources) / elapsed, "seconds": elapsed, "rows": counted.rows}
 
 
 def gru_like_reference(cell: str, args: argparse.Namespace, dm: TranslationDataModule) -> Seq2Seq:
@@ -149,6 +167,7 @@ def decoding_speed(model: Seq2Seq, dm: TranslationDataModule, args: argparse.Nam
     bleu, signature = sacrebleu_corpus(beam5["texts"], refs)
     return dict(greedy_bleu=sacrebleu_corpus(greedy["texts"], refs)[0], beam=bleu, signature=signature,
                 decode_sent_s=greedy["sent_s"], greedy_s=greedy["seconds"], beam_sent_s=beam5["sent_s"],
+                greedy_rows=greedy["rows"], beam_rows=beam5["rows"],
                 beam_s=beam5["seconds"], single_sent_s=single["sent_s"], batched_sub_sent_s=greedy_sub["sent_s"],
                 single_count=min(args.single, len(refs)), repeats=args.decode_repeats,
                 ratios=[b["seconds"] / g["seconds"] for g, b in zip(greedy_runs, beam_runs)])
@@ -205,6 +224,13 @@ def print_speed(speed: Dict[str, Any], count: int, ref: Optional[Dict[str, Any]]
     if ref:
         print(f"| reference greedy | 128 | {ref['decode_sent_s']:.1f} |")
     each = ", ".join(f"{r:.2f}" for r in speed["ratios"])
+    rows = speed["beam_rows"] / speed["greedy_rows"]
+    per_row = (speed["beam_s"] / speed["beam_rows"]) / (speed["greedy_s"] / speed["greedy_rows"])
+    print(f"\nDecoder rows computed (hypotheses x steps): greedy {speed['greedy_rows']:,}, beam 5 "
+          f"{speed['beam_rows']:,} ({rows:.2f}x); time per row: greedy "
+          f"{1000 * speed['greedy_s'] / speed['greedy_rows']:.3f} ms, beam 5 "
+          f"{1000 * speed['beam_s'] / speed['beam_rows']:.3f} ms ({per_row:.2f}x). Beam 5's time over greedy's is "
+          f"the product: {rows:.2f} x {per_row:.2f}.")
     print(f"\nBeam 5 takes {slowdown:.2f}x greedy's time (medians of {speed['repeats']} alternating runs; each run's "
           f"ratio: {each}) (target <= 2x, bar 3x -> "
           f"{'PASS' if slowdown <= 3 else 'FAIL'}); batched greedy is "
@@ -219,6 +245,13 @@ def decode_only(args: argparse.Namespace) -> None:
     print(f"{args.decode_from}: test BLEU greedy {speed['greedy_bleu']:.2f}, beam 5 {speed['beam']:.2f} "
           f"({speed['signature']})")
     print_speed(speed, len(dm.split("test")["source"]), None)
+    exact = model.test_search
+    model.test_search = replace(exact, early_stop=False)
+    late = decode_all(model, dm, 5, 128)
+    model.test_search = exact
+    same = late["texts"] == decode_all(model, dm, 5, 128)["texts"]
+    print(f"\nBeam 5 without early stopping computes {late['rows']:,} rows (with it: {speed['beam_rows']:,}); "
+          f"the outputs are {'identical' if same else 'DIFFERENT'}.")
 
 
 def main(argv: Optional[List[str]] = None) -> None:
