@@ -45,6 +45,7 @@ import torch
 from lightning.pytorch import Callback, Trainer, seed_everything
 
 from lit_rnncells.benchmark import GLIBC_KEEP_FREED, SYSTEM_MALLOC_HELP, allocator_setting, run_reference
+from lit_rnncells.compare_report import mean_std
 from lit_rnncells.data import TranslationDataModule
 from lit_rnncells.metrics import sacrebleu_corpus
 from lit_rnncells.nn.beam_search import search
@@ -96,7 +97,7 @@ def data_module(args: argparse.Namespace, checkpoint: Optional[Path] = None) -> 
     """Multi30k De->En at the reference's settings (the tokenizer is the checkpoint's when one is given)."""
     dm = TranslationDataModule("multi30k", data_dir=str(args.data), source_language="de", target_language="en",
                                subword_vocab_size=args.vocab, joint_vocabulary=True, min_frequency=1,
-                               batch_size=128, eval_batch_size=128, limit=args.limit or None, seed=args.seed,
+                               batch_size=128, eval_batch_size=128, limit=args.limit or None, seed=args.seeds[0],
                                chunk_batches=args.chunk_batches,
                                checkpoint_path=None if checkpoint is None else str(checkpoint))
     dm.prepare_data()
@@ -119,11 +120,12 @@ class RowCounter:
 
 
 def decode_all(model: Seq2Seq, dm: TranslationDataModule, beam: int, batch_size: int,
-               count: Optional[int] = None) -> Dict[str, Any]:
+               count: Optional[int] = None, early_stop: bool = True) -> Dict[str, Any]:
     """Decode the test sources in input order; sentences/s, decoder rows computed and the detokenised outputs."""
     test = dm.split("test")
     sources = test["source"][:count] if count else test["source"]
-    cfg = replace(model.test_search, beam_size=beam, n_best=1, max_length_a=2.0, max_length_b=10)
+    cfg = replace(model.test_search, beam_size=beam, n_best=1, max_length_a=2.0, max_length_b=10,
+                  early_stop=early_stop)
     outputs: List[str] = []
     model.eval()
     counted = RowCounter(model)
@@ -167,7 +169,7 @@ def decoding_speed(model: Seq2Seq, dm: TranslationDataModule, args: argparse.Nam
     bleu, signature = sacrebleu_corpus(beam5["texts"], refs)
     return dict(greedy_bleu=sacrebleu_corpus(greedy["texts"], refs)[0], beam=bleu, signature=signature,
                 decode_sent_s=greedy["sent_s"], greedy_s=greedy["seconds"], beam_sent_s=beam5["sent_s"],
-                greedy_rows=greedy["rows"], beam_rows=beam5["rows"],
+                greedy_rows=greedy["rows"], beam_rows=beam5["rows"], beam_texts=beam5["texts"],
                 beam_s=beam5["seconds"], single_sent_s=single["sent_s"], batched_sub_sent_s=greedy_sub["sent_s"],
                 single_count=min(args.single, len(refs)), repeats=args.decode_repeats,
                 ratios=[b["seconds"] / g["seconds"] for g, b in zip(greedy_runs, beam_runs)])
@@ -205,13 +207,6 @@ def run_ours(cell: str, args: argparse.Namespace, dm: TranslationDataModule, see
     return row
 
 
-def mean_std(values: List[float], digits: int = 2) -> str:
-    """``mean ± std`` (sample std) of a list, or the single value."""
-    if len(values) == 1:
-        return f"{values[0]:.{digits}f}"
-    return f"{statistics.mean(values):.{digits}f} ± {statistics.stdev(values):.{digits}f}"
-
-
 def print_speed(speed: Dict[str, Any], count: int, ref: Optional[Dict[str, Any]]) -> None:
     slowdown = speed["beam_s"] / speed["greedy_s"]
     print(f"\nDecoding speed of our trained GRU model on test_2016_flickr ({count} sentences)\n")
@@ -245,11 +240,8 @@ def decode_only(args: argparse.Namespace) -> None:
     print(f"{args.decode_from}: test BLEU greedy {speed['greedy_bleu']:.2f}, beam 5 {speed['beam']:.2f} "
           f"({speed['signature']})")
     print_speed(speed, len(dm.split("test")["source"]), None)
-    exact = model.test_search
-    model.test_search = replace(exact, early_stop=False)
-    late = decode_all(model, dm, 5, 128)
-    model.test_search = exact
-    same = late["texts"] == decode_all(model, dm, 5, 128)["texts"]
+    late = decode_all(model, dm, 5, 128, early_stop=False)
+    same = late["texts"] == speed["beam_texts"]
     print(f"\nBeam 5 without early stopping computes {late['rows']:,} rows (with it: {speed['beam_rows']:,}); "
           f"the outputs are {'identical' if same else 'DIFFERENT'}.")
 
@@ -286,7 +278,6 @@ def main(argv: Optional[List[str]] = None) -> None:
         raise SystemExit(f"--decode-from {args.decode_from}: no such file; save one with --save-model first.")
     allocator = allocator_setting(args.system_malloc)
     torch.set_num_threads(args.threads)
-    args.seed = args.seeds[0]
     if args.decode_from is not None:
         decode_only(args)
         return
@@ -319,8 +310,8 @@ def main(argv: Optional[List[str]] = None) -> None:
     ratios = [o["tok_s"] / r["tok_s"] for o, r in zip(runs, refs)]
     for name, rows, ratio in ((refs[0]["name"] if refs else "", refs, None), (ours["name"], runs, ratios)):
         if rows:
-            print(f"| {name} | {mean_std([r['bleu'] for r in rows])} | {mean_std([r['val_loss'] for r in rows], 4)} | "
-                  f"{mean_std([r['tok_s'] for r in rows], 0)} | {mean_std(ratio) if ratio else '1.00'} |")
+            print(f"| {name} | {mean_std([r['bleu'] for r in rows])} | {mean_std([r['val_loss'] for r in rows])} | "
+                  f"{mean_std([r['tok_s'] for r in rows])} | {mean_std(ratio) if ratio else '1.00'} |")
     if refs:
         ours_bleu = statistics.mean(r["bleu"] for r in runs)
         ref_bleu = statistics.mean(r["bleu"] for r in refs)

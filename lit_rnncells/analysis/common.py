@@ -76,8 +76,9 @@ def save_figure(fig: Any, output: str | Path, *, wandb_key: Optional[str] = None
 
     path = Path(output)
     path.parent.mkdir(parents=True, exist_ok=True)
-    if fig._suptitle is not None:  # leave room above the panels for the figure's own title
-        lines = fig._suptitle.get_text().count("\n") + 1
+    title = fig.get_suptitle()
+    if title:  # leave room above the panels for the figure's own title
+        lines = title.count("\n") + 1
         fig.tight_layout(rect=(0, 0, 1, 1 - min(0.25, 0.35 * lines / fig.get_size_inches()[1])))
     else:
         fig.tight_layout()

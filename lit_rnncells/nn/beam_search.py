@@ -169,7 +169,7 @@ def _mask_log_probs(lp: Tensor, history: Tensor, step: int, max_len: Tensor, cfg
     return lp
 
 
-def _cannot_improve(finished: List[List[Hypothesis]], active: Tensor, best_live: Tensor, max_len: Tensor,
+def _cannot_improve(ranked_scores: List[List[float]], best_live: Tensor, max_len: Tensor,
                     cfg: SearchConfig) -> Tensor:
     """Per active sentence: whether no continuing hypothesis can still enter its n-best list.
 
@@ -178,11 +178,9 @@ def _cannot_improve(finished: List[List[Hypothesis]], active: Tensor, best_live:
     ``c`` (<= 0) can become is at most ``c / lp(max_len + 1)`` (its longest possible length, EOS
     included). Once the ``n_best``-th finished score is at least that bound for the best live
     hypothesis, continuing would only add hypotheses ranked after the current n-best: stopping now
-    returns exactly what decoding until ``beam_size`` hypotheses are finished returns."""
-    nth = []
-    for b in active.tolist():
-        scores = sorted((h.score for h in finished[b]), reverse=True)
-        nth.append(scores[cfg.n_best - 1] if len(scores) >= cfg.n_best else float("-inf"))
+    returns exactly what decoding until ``beam_size`` hypotheses are finished returns.
+    ``ranked_scores``: per active sentence, its finished hypotheses' scores, best first."""
+    nth = [scores[cfg.n_best - 1] if len(scores) >= cfg.n_best else float("-inf") for scores in ranked_scores]
     longest = length_penalty(max_len + 1, cfg.length_penalty, cfg.alpha)
     bound = best_live.to(torch.float64) / longest
     return torch.tensor(nth, dtype=torch.float64, device=best_live.device) >= bound
@@ -296,10 +294,11 @@ def beam_search(model: Decodable, source: Tensor, source_lengths: Tensor, cfg: S
         new_cum = top.gather(1, order)
         new_tok = top_tok.gather(1, order)
         new_cum = new_cum.masked_fill(new_tok == cfg.eos_id, float("-inf"))
-        count = torch.tensor([len(finished[int(b)]) for b in active.tolist()], device=device)
+        ranked = [sorted((h.score for h in finished[b]), reverse=True) for b in active.tolist()]
+        count = torch.tensor([len(scores) for scores in ranked], device=device)
         done = (count >= k) | (step >= max_len) | ~torch.isfinite(new_cum[:, 0])
         if cfg.early_stop:
-            done |= _cannot_improve(finished, active, new_cum[:, 0], max_len, cfg)
+            done |= _cannot_improve(ranked, new_cum[:, 0], max_len, cfg)
         keep = (~done).nonzero().flatten()
         m = keep.numel()
         if m == 0:
