@@ -45,7 +45,7 @@ import torch
 from lightning.pytorch import Callback, Trainer, seed_everything
 
 from lit_rnncells.benchmark import GLIBC_KEEP_FREED, SYSTEM_MALLOC_HELP, allocator_setting, run_reference
-from lit_rnncells.compare_report import mean_std
+from lit_rnncells.experiments.report import mean_std
 from lit_rnncells.data import TranslationDataModule
 from lit_rnncells.metrics import sacrebleu_corpus
 from lit_rnncells.nn.beam_search import search

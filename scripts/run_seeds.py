@@ -1,6 +1,6 @@
 """Run a config over several seeds, test each run's best-validation checkpoint, print mean ± std.
 
-A thin use of the comparison runner (:mod:`lit_rnncells.compare`, docs/compare.md) for configs compared as
+A thin use of the comparison runner (:mod:`lit_rnncells.experiments.compare`, docs/compare.md) for configs compared as
 they are (their own cell and sizes): as the papers report (MZU Table 6: mean and standard deviation of five
 trainings), every seed trains in a fresh process with a ModelCheckpoint on the monitored validation metric,
 the best checkpoint is tested, and the test metrics are summarised as a markdown table (one row per
@@ -26,7 +26,7 @@ from typing import Any, Dict, List, Optional, Sequence
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from lit_rnncells.compare import RunSpec, run_specs  # noqa: E402
+from lit_rnncells.experiments.compare import RunSpec, run_specs  # noqa: E402
 
 
 def record(result: Dict[str, Any]) -> Dict[str, Any]:

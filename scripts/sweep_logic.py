@@ -1,6 +1,6 @@
 """Reproduce mufuru.md Figure 1a: test accuracy on long formulas by hidden size, GRU vs MuFuRU.
 
-A thin use of the comparison runner (:mod:`lit_rnncells.compare`, docs/compare.md): trains LogicEvaluator
+A thin use of the comparison runner (:mod:`lit_rnncells.experiments.compare`, docs/compare.md): trains LogicEvaluator
 as configs/logic/gru.yaml (embedding 32, Adam lr 1e-3 with betas (0, 0.999), gradient clip 5, batch 32;
 train 1,000 formulas of 5-10 gates, test 1,000 unseen formulas of 11-20 gates) for every hidden size x
 cell x seed, each run in a fresh process that tests its best-validation-accuracy checkpoint, and prints
@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from lit_rnncells.compare import compare  # noqa: E402
+from lit_rnncells.experiments.compare import compare  # noqa: E402
 
 HIDDEN = "model.init_args.hidden_size"
 

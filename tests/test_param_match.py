@@ -7,7 +7,7 @@ from typing import Optional
 import pytest
 
 from lit_rnncells.cells import available_cells
-from lit_rnncells.param_match import ParamCounter, count_parameters, match_hidden_size, rebuild
+from lit_rnncells.experiments.param_match import ParamCounter, count_parameters, match_hidden_size, rebuild
 from lit_rnncells.tasks import AspectClassifier, DocumentClassifier, LanguageModel, LogicEvaluator, Seq2Seq
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from lit_rnncells import reproduce
-from lit_rnncells.reproduce import Experiment, ordering_verdict, summarise
+from lit_rnncells.experiments.reproduce import Experiment, ordering_verdict, summarise
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -33,7 +33,7 @@ def run_cell(folder: Path) -> str:
         if path.is_file():
             cell = json.loads(path.read_text())["cell"]
             if isinstance(cell, dict):
-                from ..compare import cell_label
+                from ..experiments.compare import cell_label
 
                 return cell_label(cell)
             return str(cell)

@@ -20,7 +20,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 
-from .cells.registry import get_cell
+from ..cells.registry import get_cell
 
 CellSpec = Union[str, Dict[str, Any]]
 """A registered cell name, or ``{"class_path": name, "init_args": {...}}`` (cells that need options)."""
@@ -97,7 +97,7 @@ class ParamCounter:
     def __init__(self, config: Optional[str] = None, args: Sequence[str] = (),
                  model: Optional[torch.nn.Module] = None) -> None:
         if model is None:
-            from .cli import main
+            from ..cli import main
 
             cli_args = (["--config", config] if config else []) + list(args)
             argv, sys.argv = sys.argv, sys.argv[:1]  # LightningCLI warns when the process has arguments of its own

@@ -1,0 +1,331 @@
+"""Per-paper reproduction reports at a CPU-sized budget: ``python -m lit_rnncells.reproduce <paper>``.
+
+Each paper's experiments are comparisons (:func:`lit_rnncells.experiments.compare.compare`) at a stated budget; the
+command runs them, or reads them when the runs have finished (the runner skips finished runs, so a rerun
+only writes the report), and writes a markdown page with the paper's figure beside ours, the settings
+and the budget, and whether the paper's ordering of the cells shows.
+
+    python -m lit_rnncells.reproduce mzu --out runs/reproduce --report docs/reproduction/mzu.md
+    python -m lit_rnncells.reproduce mufuru --experiments logic_fig1a --read-only
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from .compare import CompareError, compare
+from .report import RESULT_FILE, curve_groups, plot_curves, row_of
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """One comparison of a paper at a CPU budget, and the paper's figure for each cell.
+
+    ``cells`` maps the runner's cell spec to the paper's name for it; ``paper`` maps the paper's names to
+    its reported value (``None``: not reported); ``metric`` is the runs.csv column compared, shown times
+    ``scale``; ``lower_is_better`` orders the cells."""
+
+    name: str
+    title: str
+    config: str
+    cells: Dict[str, str]
+    paper: Dict[str, Optional[float]]
+    metric: str
+    lower_is_better: bool
+    budget: str
+    seeds: int = 3
+    scale: float = 1.0
+    match_params: Optional[str] = None
+    hidden_size: Optional[int] = None
+    vary: Tuple[str, ...] = ()
+    extra: Tuple[str, ...] = ()
+    test_every_epoch: bool = False
+    paper_setting: str = ""
+    our_setting: str = ""
+    claimed_best: Optional[str] = None
+    """Where the paper gives no numbers: the cell it reports best (the verdict checks ours against it)."""
+
+
+LM_SMALL = ("--model.init_args.embedding_size", "64", "--model.init_args.dropout", "0.1",
+            "--data.init_args.batch_size", "32", "--data.init_args.bptt", "100",
+            "--trainer.val_check_interval", "100", "--trainer.limit_val_batches", "40")
+
+PAPERS: Dict[str, Tuple[str, List[Experiment]]] = {
+    "mzu": ("MZU: Multi-Zone Unit (mzu.md)", [
+        Experiment(
+            name="ptb_char", title="PTB character LM, test BPC (Table 1)",
+            config="configs/lm/ptb_char_gru.yaml",
+            cells={"GRU": "GRU", "CARU": "CARU", "MuFuRU": "MuFuRU",
+                   "SatMZU(transition_depth=1)": "satMZU+DT", "CapMZU(transition_depth=1)": "capMZU+DT"},
+            paper={"GRU": 1.269, "CARU": None, "MuFuRU": None, "satMZU+DT": 1.189, "capMZU+DT": 1.181},
+            metric="test/bpc", lower_is_better=True, budget="steps=400", match_params="GRU@256", extra=LM_SMALL,
+            paper_setting="embedding 256, hidden 800, batch 256, BPTT 150, Adam 1e-3, epochs not given",
+            our_setting="parameters matched to a GRU of 256 (≈263k), embedding 64, batch 32, BPTT 100, locked "
+                        "dropout 0.1, Adam 1e-3, 400 steps (≈ 1/4 epoch), best of 4 validations on 40 batches"),
+        Experiment(
+            name="absa_restaurants", title="SemEval-2014 Restaurants (DS), test accuracy % (Table 6)",
+            config="configs/classification/absa_restaurants_gru_dt.yaml",
+            cells={"GRUDT": "GRU+DT", "CapMZU(transition_depth=1)": "capMZU+DT"},
+            paper={"GRU+DT": 78.25, "capMZU+DT": 79.40}, metric="test/acc", scale=100.0,
+            lower_is_better=False, budget="epochs=8", match_params="GRUDT@64",
+            extra=("--model.init_args.embedding_size", "100", "--model.init_args.pretrained_embeddings", "null",
+                   "--data.init_args.batch_size", "32"),
+            paper_setting="GloVe 840B 300-d, hidden 200 per direction, dropout 0.5, batch 32, 30 epochs, 5 runs",
+            our_setting="no pretrained vectors (none on this machine), embedding 100, parameters matched to a "
+                        "GRU+DT of 64, batch 32, 8 epochs, best validation accuracy tested"),
+    ]),
+    "mufuru": ("MuFuRU: Multi-Function Recurrent Unit (mufuru.md)", [
+        Experiment(
+            name="logic_fig1a", title="Propositional logic, test accuracy % on 11-20 gates (Fig. 1a)",
+            config="configs/logic/gru.yaml", cells={"GRU": "GRU", "MuFuRU": "MuFuRU"},
+            paper={"GRU": None, "MuFuRU": None}, metric="test/acc", scale=100.0, lower_is_better=False,
+            budget="epochs=100", vary=("model.init_args.hidden_size=4,8",), claimed_best="MuFuRU",
+            paper_setting="1,000 training formulas of 5-10 gates, 1,000 test formulas of 11-20 gates, 100 epochs; "
+                          "the figure shows MuFuRU of size 8 near 100% and the GRU lower at small sizes "
+                          "(no numbers in the text)",
+            our_setting="the paper's data and epochs, embedding 32, Adam (β1 = 0), hidden 4 and 8, 3 seeds; "
+                        "compared at equal hidden size as in the paper's figure, where MuFuRU has about twice "
+                        "the GRU's parameters"),
+        Experiment(
+            name="logic_regime", title="Propositional logic, harder regime: test accuracy % on 21-40 gates",
+            config="configs/logic/gru.yaml", cells={"GRU": "GRU", "MuFuRU": "MuFuRU"},
+            paper={"GRU": None, "MuFuRU": None}, metric="test/acc", scale=100.0, lower_is_better=False,
+            budget="epochs=100", seeds=3,
+            vary=("data.init_args.train_size=100,1000", "data.init_args.test_gates=[21,40]",
+                  "model.init_args.hidden_size=2,4,8"),
+            paper_setting="not in the paper: our search for the regime where the cells differ",
+            our_setting="100 or 1,000 training formulas of 5-10 gates, test on 21-40 gates, hidden 2/4/8, 3 seeds"),
+    ]),
+    "caru": ("CARU: Content-Adaptive Recurrent Unit (caru.md)", [
+        Experiment(
+            name="imdb", title="IMDB, test accuracy % (Fig. 2)", config="configs/classification/imdb_gru.yaml",
+            cells={"GRU": "GRU", "MGU": "MGU", "CARU": "CARU"}, paper={"GRU": None, "MGU": None, "CARU": None}, claimed_best="CARU",
+            metric="test/acc", scale=100.0, lower_is_better=False, budget="epochs=3", seeds=1, hidden_size=128,
+            test_every_epoch=True,
+            extra=("--model.init_args.embedding_size", "64", "--data.init_args.max_length", "200",
+                   "--data.init_args.truncation", "head", "--trainer.limit_test_batches", "100"),
+            paper_setting="embedding 100 (pretrained), hidden 256, batch 100, Adam 1e-3, 100 epochs; Fig. 2 shows "
+                          "CARU highest (values only in the plot)",
+            our_setting="embedding 64 (random), hidden 128, reviews cut to their first 200 tokens, 3 epochs, test "
+                        "on the first 10,000 test reviews, 1 seed"),
+    ]),
+    "mcrnn": ("MC-RNN: multi-channel multi-block RNN (mc-rnn.md)", [
+        Experiment(
+            name="ptb_word", title="PTB word LM, test perplexity (Table 4, AWD-LSTM setup)",
+            config="configs/lm/ptb_word_gru.yaml",
+            cells={"LSTM": "AWD-LSTM", "MultiChannel(cell=LSTM,block_size=4)": "MC-RNN-3"},
+            paper={"AWD-LSTM": 58.8, "MC-RNN-3": 56.9}, metric="test/ppl", lower_is_better=True,
+            budget="steps=300", seeds=2, match_params="LSTM@128",
+            extra=("--model.init_args.embedding_size", "128", "--data.init_args.batch_size", "32",
+                   "--data.init_args.bptt", "35", "--trainer.val_check_interval", "100",
+                   "--trainer.limit_val_batches", "40"),
+            paper_setting="AWD-LSTM: 3 layers, 1150 hidden, 400 embedding, DropConnect, NT-ASGD, 750+ epochs",
+            our_setting="one layer, parameters matched to an LSTM of 128, embedding 128, batch 32, BPTT 35, "
+                        "300 steps, 2 seeds"),
+    ]),
+}
+
+
+NOTES: Dict[str, str] = {
+    "caru": """## Multi30k De→En, test BLEU (Tables 1–2), measured by `scripts/bench_seq2seq.py`
+
+Not a runner experiment: `LIT_RNNCELLS_DATA=../shared/data python scripts/bench_seq2seq.py --epochs 1 --cells GRU
+MGU CARU` trains each cell one epoch at embedding 128 / hidden 256 beside the plain-PyTorch reference
+(settings and the full table in [../measured.md](../measured.md)). One seed.
+
+| cell | paper (test BLEU-4 ×100) | ours, 1 epoch (greedy sacreBLEU) | parameters |
+|---|---|---|---|
+| GRU | 29.21 | 13.08 | 10,835,008 |
+| MGU | 28.49 | 12.40 | 10,407,488 |
+| CARU | 31.99 | **13.28** | 10,407,488 |
+
+Paper: CARU > GRU > MGU. Ours: CARU > GRU > MGU. The paper's ordering **shows** (one seed, one epoch: the
+gaps are within what a seed can move).
+""",
+    "mcrnn": """## IWSLT14 De-En (Table 2) and Gigaword (Table 3)
+
+Not run at a CPU budget: the configs (`configs/seq2seq/iwslt14_de_en_{lstm,mcrnn3}.yaml`,
+`gigaword_{lstm,mcrnn3}.yaml`) train at the paper's sizes, which need GPUs; this machine's copies of the
+training sets are samples. Paper: IWSLT14 test BLEU LSTM 31.03, MC-RNN-3 32.23; Gigaword ROUGE-1/2/L LSTM
+34.65/16.13/32.24.
+""",
+    "mufuru": """## PTB word LM (§4.3) and SST (Fig. 1c)
+
+Not run at a CPU budget yet: `configs/lm/ptb_word_{gru,mufuru}.yaml` (paper: test perplexity GRU 123.0,
+MuFuRU 119.7) and `configs/classification/sst2_{gru,mufuru}.yaml` (this machine has no SST copy).
+""",
+}
+
+
+def summarise(rows: List[Dict[str, Any]], exp: Experiment) -> List[Dict[str, Any]]:
+    """Per cell (and grid point): the paper's value, our mean, std and n, parameters and hidden size."""
+    groups: Dict[Tuple[Any, ...], List[Dict[str, Any]]] = {}
+    grid_keys = [v.split("=", 1)[0] for v in exp.vary]
+    for row in rows:
+        groups.setdefault((row["cell"], *[row.get(k) for k in grid_keys]), []).append(row)
+    labels = {spec_label(spec): name for spec, name in exp.cells.items()}
+    out = []
+    for key, members in groups.items():
+        values = [float(r[exp.metric]) * exp.scale for r in members if r.get(exp.metric) not in (None, "")]
+        name = labels.get(key[0], key[0])
+        out.append({"cell": name, "grid": dict(zip(grid_keys, key[1:])), "paper": exp.paper.get(name),
+                    "mean": statistics.fmean(values) if values else None,
+                    "std": statistics.stdev(values) if len(values) > 1 else None, "n": len(values),
+                    "params": members[0]["params"], "hidden": members[0]["hidden_size"]})
+    return out
+
+
+def spec_label(spec: str) -> str:
+    """The runner's label of a ``--cells`` spec (as it appears in runs.csv)."""
+    from .compare import cell_label, check_cell
+
+    return cell_label(check_cell(spec))
+
+
+def ordering(entries: List[Dict[str, Any]], key: str, lower_is_better: bool) -> List[str]:
+    """Cell names best first by ``key`` (entries without a value left out)."""
+    known = [e for e in entries if e[key] is not None]
+    return [e["cell"] for e in sorted(known, key=lambda e: e[key], reverse=not lower_is_better)]
+
+
+def ordering_verdict(entries: List[Dict[str, Any]], exp: Experiment) -> str:
+    """Whether our ordering of the cells the paper reports agrees with the paper's."""
+    paper_order = ordering(entries, "paper", exp.lower_is_better)
+    if len(paper_order) < 2:
+        if exp.claimed_best is None:
+            return "The paper gives no numbers to order here; see the setting above for its claim."
+        ours = ordering(entries, "mean", exp.lower_is_better)
+        verdict = "**shows**" if ours and ours[0] == exp.claimed_best else "does **not** show"
+        return (f"Paper: {exp.claimed_best} best (no numbers in the text). Ours, best first: {', '.join(ours)}. "
+                f"The paper's claim {verdict} at this budget.")
+    ours = ordering([e for e in entries if e["cell"] in paper_order], "mean", exp.lower_is_better)
+    sign = " < " if exp.lower_is_better else " > "
+    verdict = "**shows**" if ours == paper_order else "does **not** show"
+    return (f"Paper: {sign.join(paper_order)}. Ours: {sign.join(ours)}. The paper's ordering {verdict} at this "
+            "budget.")
+
+
+def fmt(value: Optional[float], std: Optional[float] = None) -> str:
+    if value is None:
+        return "–"
+    return f"{value:.3f}" + (f" ± {std:.3f}" if std is not None else "") if abs(value) < 10 else \
+        f"{value:.2f}" + (f" ± {std:.2f}" if std is not None else "")
+
+
+def experiment_markdown(exp: Experiment, entries: List[Dict[str, Any]], figures: Sequence[str]) -> str:
+    grid_keys = [v.split("=", 1)[0] for v in exp.vary]
+    short = [k.rsplit(".", 1)[-1] for k in grid_keys]
+    lines = [f"## {exp.title}", "",
+             f"- Config `{exp.config}`, budget `{exp.budget}`, "
+             f"{exp.seeds} seed{'s' if exp.seeds != 1 else ''} (n: the runs finished), metric `{exp.metric}` "
+             f"({'lower' if exp.lower_is_better else 'higher'} is better).",
+             f"- Paper setting: {exp.paper_setting}.", f"- Our setting: {exp.our_setting}.", "",
+             "| cell | " + "".join(f"{k} | " for k in short) + "paper | ours (mean ± std) | n | hidden | params |",
+             "|---|" + "---|" * (len(short) + 5)]
+    for e in entries:
+        grid = "".join(f"{e['grid'][k]} | " for k in grid_keys)
+        lines.append(f"| {e['cell']} | {grid}{fmt(e['paper'])} | {fmt(e['mean'], e['std'])} | {e['n']} | "
+                     f"{e['hidden']} | {int(e['params']):,} |")
+    lines.append("")
+    if not exp.vary:
+        lines += [ordering_verdict(entries, exp), ""]
+    else:
+        for point in sorted({tuple(e["grid"].items()) for e in entries}):
+            members = [e for e in entries if tuple(e["grid"].items()) == point]
+            order = ordering(members, "mean", exp.lower_is_better)
+            gap = abs(members[0]["mean"] - members[-1]["mean"]) if len(members) == 2 and all(
+                m["mean"] is not None for m in members) else None
+            where = ", ".join(f"{k.rsplit('.', 1)[-1]} {v}" for k, v in point)
+            claim = "" if exp.claimed_best is None else (
+                f"; the paper's claim ({exp.claimed_best} ahead) " + ("**shows**" if order and order[0] ==
+                                                                      exp.claimed_best else "does **not** show"))
+            lines.append(f"- {where}: best first {', '.join(order)}" + (f" (gap {gap:.1f})" if gap is not None
+                                                                         else "") + claim)
+        lines.append("")
+    lines += [f"![{Path(f).stem}]({Path(f).name})" for f in figures] + ([""] if figures else [])
+    return "\n".join(lines)
+
+
+def reproduce(paper: str, out: Path, report: Optional[Path], experiments: Optional[Sequence[str]] = None,
+              read_only: bool = False, log: Any = sys.stderr) -> str:
+    """Run (or read) a paper's experiments, write and return its markdown report."""
+    if paper not in PAPERS:
+        raise CompareError(f"Unknown paper {paper!r}; use one of {', '.join(PAPERS)}.")
+    title, exps = PAPERS[paper]
+    chosen = [e for e in exps if experiments is None or e.name in experiments]
+    unknown = sorted(set(experiments or ()) - {e.name for e in exps})
+    if unknown:
+        raise CompareError(f"Unknown experiment(s) {', '.join(unknown)} of {paper}; use "
+                           f"{', '.join(e.name for e in exps)}.")
+    parts = [f"# Reproducing {title} at a CPU budget", "",
+             f"Written by `python -m lit_rnncells.reproduce {paper} --report <this page>` (the runs were in "
+             f"`{out}`), which runs the experiments below (or reads them where they finished: the comparison runner "
+               "skips finished runs). Every number of ours was measured on this project's 2-core CPU machine "
+               "at the budget given; the paper's numbers come from full-size GPU training, so compare the "
+               "orderings, not the values.", ""]
+    for exp in chosen:
+        folder = out / exp.name
+        finished = sorted(folder.glob(f"*/{RESULT_FILE}"))
+        if read_only and not finished:
+            parts += [f"## {exp.title}", "", f"Not run yet: `python -m lit_rnncells.reproduce {paper} "
+                      f"--experiments {exp.name}` runs it.", ""]
+            continue
+        if read_only:  # the runs that finished, nothing new; their curves drawn again
+            results = [json.loads(path.read_text()) for path in finished]
+            rows = [row_of(r) for r in results]
+            grid_keys = [v.split("=", 1)[0] for v in exp.vary]
+            plot_curves(curve_groups(results, grid_keys), "step", results[0]["monitor"],
+                        f"{exp.config}, budget {exp.budget} (finished runs): validation {results[0]['monitor']}",
+                        folder / "curves_steps.png")
+        else:
+            rows = compare(str(ROOT / exp.config) if not Path(exp.config).is_absolute() else exp.config,
+                           list(exp.cells), seeds=exp.seeds, budget=exp.budget, out=folder,
+                           match_params=exp.match_params, hidden_size=exp.hidden_size, vary=list(exp.vary),
+                           extra=list(exp.extra), test_every_epoch=exp.test_every_epoch, no_wandb=True, log=log)
+        figures = []
+        if report is not None:
+            for png in ("curves_steps.png",):
+                if (folder / png).exists():
+                    target = report.parent / f"{paper}_{exp.name}_{png}"
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copyfile(folder / png, target)
+                    figures.append(str(target))
+        parts.append(experiment_markdown(exp, summarise(rows, exp), figures))
+    if experiments is None and paper in NOTES:
+        parts.append(NOTES[paper])
+    text = "\n".join(parts).rstrip() + "\n"
+    if report is not None:
+        report.parent.mkdir(parents=True, exist_ok=True)
+        report.write_text(text)
+    return text
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m lit_rnncells.reproduce", description=__doc__.split("\n\n")[0])
+    ap.add_argument("paper", choices=sorted(PAPERS))
+    ap.add_argument("--out", default="runs/reproduce", help="folder of the runs (one subfolder per experiment)")
+    ap.add_argument("--report", help="write the markdown here (default: print it)")
+    ap.add_argument("--experiments", nargs="+", help="only these experiments of the paper")
+    ap.add_argument("--read-only", action="store_true", help="report the runs that finished; run nothing new")
+    args = ap.parse_args(argv)
+    try:
+        text = reproduce(args.paper, Path(args.out), Path(args.report) if args.report else None, args.experiments,
+                         args.read_only)
+    except CompareError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    if not args.report:
+        print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
