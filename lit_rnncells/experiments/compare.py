@@ -228,7 +228,7 @@ def launch(spec: RunSpec, env: Optional[Dict[str, str]] = None) -> Optional[Dict
         shutil.rmtree(folder)  # an unfinished run starts again from scratch
     folder.mkdir(parents=True)
     (folder / "spec.json").write_text(json.dumps(asdict(spec), indent=1))
-    root = str(Path(__file__).resolve().parents[1])
+    root = str(Path(__file__).resolve().parents[2])
     full_env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])),
                 **(env or {})}
     with open(folder / "log.txt", "w") as log:
