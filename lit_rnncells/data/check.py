@@ -56,7 +56,7 @@ class Bound:
 
     def fix(self) -> str:
         if self.name is None:
-            return "fix the files"
+            return "fix the files"  # only for missing / unreadable files of your own
         return f"run `python -m lit_rnncells.data prepare {self.name}` to get the official release"
 
 
@@ -159,7 +159,8 @@ def judge(bound: Bound, measured: Mapping[str, Any]) -> List[Fault]:
                                                 f"all {total:,} {key_unit} of the dev split ({_names(bound, b)}), so "
                                                 "validation would score training data (an SST train.txt of 9,645 "
                                                 "lines is train + dev)",
-                                f"use the official train file without the dev examples ({bound.fix()})"))
+                                f"use the official train file without the dev examples ({bound.fix()})"
+                                if bound.name else "remove the dev examples from the train files"))
             continue
         known = layout.overlap.get((a, b), 0) if bound.name is not None else total // 100
         if shared > known:
@@ -167,7 +168,8 @@ def judge(bound: Bound, measured: Mapping[str, Any]) -> List[Fault]:
                      else "more than 1% of the split")
             faults.append(Fault("overlap", f"{shared:,} of the {total:,} {key_unit} of {bound.title} {layout.name} "
                                            f"{b} also occur in {a} ({where})",
-                                f"remove them from {a} ({_names(bound, a)}), or {bound.fix()}"))
+                                f"remove them from {a} ({_names(bound, a)})"
+                                + (f", or {bound.fix()}" if bound.name else "")))
     return faults
 
 
