@@ -383,6 +383,22 @@ def test_a_missing_imdb_archive(workdir, capsys):
                                    str(workdir / "no_imdb")], "no_imdb")
 
 
+def test_a_train_file_that_holds_the_dev_file(workdir, capsys):
+    """The common SST copy whose train.txt is train + dev (9,645 lines): refused before training."""
+    folder = write_sst(workdir / "sst")
+    train = (folder / "train.txt").read_text()
+    (folder / "train.txt").write_text(train + (folder / "dev.txt").read_text())
+    expect_error(capsys, workdir, ["fit", *sst_args(folder)], "train split of sst (train.txt) contains all 2 trees "
+                 "of the dev split (dev.txt)", "use the official train file without the dev examples",
+                 "python -m lit_rnncells.data prepare sst")
+
+
+def test_parallel_training_files_that_hold_the_valid_files(workdir, capsys):
+    folder = write_parallel(workdir / "par", train_de=DE * 8 + DE_HELD, train_en=EN * 8 + EN_HELD)
+    expect_error(capsys, workdir, ["fit", *parallel_args(folder)], "contains all 4 pairs of the dev split "
+                 "(valid.de, valid.en)", "remove the dev examples from the train files")
+
+
 def test_the_catalogue_is_large_enough():
     probes = len(CLI_PROBES) + len(LM_PROBES) + sum(1 for name in globals() if name.startswith("test_")) - 3
     assert probes >= 40, probes
