@@ -12,8 +12,9 @@ Two users of the same code:
 Overlap compares whole examples: a line (language-model corpora, SST trees), an aligned pair
 (translation, summarisation), a sentence's text (SemEval), a review (IMDB). Official releases repeat a
 few short examples across splits (PTB: 85 of the 3,370 valid lines occur in train); the figure measured
-on each release is in :mod:`.known`, and only more than that is reported. Files of your own (``text``,
-``parallel``) have no known figures: counts are not compared, and an overlap above 1% of a split warns.
+on each release is in :mod:`.known`, and only more than that is reported. Where no figure was measured,
+and for files of your own (``text``, ``parallel``, whose counts are not compared), more than 1% of a
+split is reported.
 """
 from __future__ import annotations
 
@@ -162,10 +163,10 @@ def judge(bound: Bound, measured: Mapping[str, Any]) -> List[Fault]:
                                 f"use the official train file without the dev examples ({bound.fix()})"
                                 if bound.name else "remove the dev examples from the train files"))
             continue
-        known = layout.overlap.get((a, b), 0) if bound.name is not None else total // 100
-        if shared > known:
-            where = (f"the official release has {known:,}" if bound.name is not None
-                     else "more than 1% of the split")
+        known = layout.overlap.get((a, b), 0) if bound.name is not None else None
+        if shared > (known if known is not None else total // 100):
+            where = (f"the official release has {known:,}" if known is not None else "more than 1% of the split"
+                     + (", the release's own figure is not measured" if bound.name is not None else ""))
             faults.append(Fault("overlap", f"{shared:,} of the {total:,} {key_unit} of {bound.title} {layout.name} "
                                            f"{b} also occur in {a} ({where})",
                                 f"remove them from {a} ({_names(bound, a)})"
