@@ -349,8 +349,8 @@ def test_semeval_needs_a_source_folder(capsys, tmp_path):
 # The expected lines are the perl pipeline worked by hand: grep -v / sed on the tags, tokenizer.perl -l <lang>
 # (escaping on, no -a; German's nonbreaking prefixes hold single letters and digits, so "6." and "s." stay
 # whole; English splits "It's" as "It 's"), clean-corpus-n.perl -ratio 1.5 (1..175 tokens), lowercase.perl.
-HEADER = [("<url>http://www.ted.com/talks/lang/de/jane_doe.html</url>", "<url>http://www.ted.com/talks/jane_doe.html</url>",
-           None, None),
+HEADER = [("<url>http://www.ted.com/talks/lang/de/jane_doe.html</url>",
+           "<url>http://www.ted.com/talks/jane_doe.html</url>", None, None),
           ("<keywords>talks, books</keywords>", "<keywords>talks, books</keywords>", None, None),
           ("<talkid>1</talkid>", "<talkid>1</talkid>", None, None),
           ("<title>Jane Doe: Über Bücher</title>", "<title>Jane Doe: On books</title>",

@@ -34,7 +34,7 @@ CHECK_VERSION = 1
 
 @dataclass
 class Fault:
-    """One thing wrong with a folder: ``kind`` is missing, encoding, count, overlap or contains_dev."""
+    """One thing wrong with a folder: ``kind`` is missing, encoding, format, count, overlap or contains_dev."""
     kind: str
     problem: str
     fix: str
