@@ -436,3 +436,36 @@ def test_an_archive_that_is_not_the_release(tmp_path, capsys):
         tar.addfile(info, io.BytesIO(b""))
     code, out = run(capsys, "prepare", "iwslt14", "--source", str(tmp_path), "--dest", str(tmp_path / "out"))
     assert code == 1 and "it is not the IWSLT 2014 de-en release" in out
+
+
+def test_each_datamodule_kind_maps_to_its_files(tmp_path):
+    """Which files the fit-time check reads for each DataModule configuration (hub ids: none)."""
+    from types import SimpleNamespace as NS
+
+    from lit_rnncells.data import split_check as sc
+
+    ptb = sc._language_model(NS(dataset="ptb_char", data_dir=str(tmp_path)))
+    assert (ptb.name, ptb.layout.name, ptb.paths["dev"]) == ("ptb", "char", [tmp_path / "ptb.char.valid.txt"])
+    (tmp_path / "text8").write_text("a b")
+    text8 = sc._language_model(NS(dataset="text8", data_dir=str(tmp_path / "text8")))
+    assert text8.paths == {"all": [tmp_path / "text8"]} and text8.layout.kind == "bytes"
+    own = sc._language_model(NS(dataset="text", data_dir=str(tmp_path)))
+    assert own.name is None and own.paths["dev"] == [tmp_path / "valid.txt"]
+    assert sc._language_model(NS(dataset="ptb_word", data_dir="ptb-text-only/ptb_text_only")) is None
+    giga = sc._translation(NS(dataset="gigaword", data_dir=str(tmp_path), files={}, source_language="article",
+                              target_language="title"))
+    assert giga.paths["dev"] == [tmp_path / "valid.article.filter.txt", tmp_path / "valid.title.filter.txt"]
+    en_de = sc._translation(NS(dataset="multi30k", data_dir=str(tmp_path), files={}, source_language="en",
+                               target_language="de"))
+    assert en_de.paths["test"] == [tmp_path / "test_2016_flickr.en", tmp_path / "test_2016_flickr.de"]
+    files = sc._translation(NS(dataset="parallel", data_dir=None, files={"train": ["a.x", "a.y"]},
+                               source_language="x", target_language="y"))
+    assert files.name is None and files.paths == {"train": [Path("a.x"), Path("a.y")]}
+    assert sc._translation(NS(dataset="iwslt14", data_dir="IWSLT/iwslt2017", files={}, source_language="de",
+                              target_language="en")) is None
+    absa = sc._sentiment(NS(domain="laptops", data_dir=str(tmp_path)))
+    assert absa.paths["test"] == [tmp_path / "Laptops_Test_Gold.xml"]
+    (tmp_path / "aclImdb_v1.tar.gz").write_bytes(b"")
+    imdb = sc._sentiment(NS(dataset="imdb", data_dir=str(tmp_path)))
+    assert imdb.paths == {"train": [tmp_path / "aclImdb_v1.tar.gz"], "test": [tmp_path / "aclImdb_v1.tar.gz"]}
+    assert sc._sentiment(NS(dataset="sst", data_dir="stanfordnlp/sst2")) is None
