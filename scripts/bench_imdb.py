@@ -4,7 +4,7 @@ One run trains the reference, then our DocumentClassifier with a GRU at the refe
 (first 256 tokens, lowercased, ``<br />`` stripped, regex words, 25k-word vocabulary of the training
 reviews' kept tokens, embedding 128, hidden 256, last real state, dropout 0.5, Adam 1e-3, batch 64,
 gradient clip 5, 2,500 training reviews held out, the same number of epochs), then MGU and CARU
-(caru.md Fig. 2) at the same sizes. Both programs run with the same number of threads and the same
+(Chan et al., ICONIP 2020, Fig. 2) at the same sizes. Both programs run with the same number of threads and the same
 glibc allocator setting (``lit_rnncells.benchmark.keep_freed_memory`` here, ``GLIBC_TUNABLES`` for
 the reference's process). Prints a markdown table: test accuracy (the final model, as the reference
 reports), seconds per training epoch, training tokens/s and our/reference ratio, and the two bars

@@ -1,4 +1,4 @@
-"""MuFuRU, the multi-function recurrent unit (Weissenborn & Rocktäschel, mufuru.md eq. 2–4)."""
+"""MuFuRU, the multi-function recurrent unit (Weissenborn & Rocktäschel, arXiv:1606.03002 eq. 2–4)."""
 from __future__ import annotations
 
 import math
@@ -66,7 +66,7 @@ PAPER_OPS = ("keep", "replace", "max", "min", "mul", "diff", "forget")
 
 @register_cell()
 class MuFuRU(RecurrentCell):
-    """Multi-function recurrent unit, mufuru.md equations 2–4:
+    """Multi-function recurrent unit, Weissenborn & Rocktäschel, arXiv:1606.03002, equations 2–4:
 
         r   = σ(W_r [x, s] + b_r)                                (4)
         v   = tanh(W_v [x, r ⊙ s] + b_v)                         (4)
@@ -197,7 +197,7 @@ class MuFuRU(RecurrentCell):
 
 def composition_weights(module: nn.Module, x: Tensor, state: Optional[State] = None,
                         lengths: Optional[Tensor] = None, *, layer: int = 0, direction: int = 0) -> Tensor:
-    """The op weights p (mufuru.md eq. 3) of every step: ``(B, T, l, H)``, ops in ``cell.ops`` order.
+    """The op weights p (Weissenborn & Rocktäschel, arXiv:1606.03002, eq. 3) of every step: ``(B, T, l, H)``, ops in ``cell.ops`` order.
 
     ``module`` is a :class:`MuFuRU` cell (``x`` is then ``(B, T, input_size)``) or a ``Recurrent``
     layer around one (``x`` as its ``forward`` takes it; ``layer`` and ``direction`` pick the cell).

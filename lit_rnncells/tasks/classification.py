@@ -1,15 +1,16 @@
 """Sentence and document classification over any cell: aspect sentiment (ABSA) and document sentiment.
 
-- :class:`AspectClassifier`, the MZU paper's ABSA model (mzu.md, "Aspect Based Sentiment Analysis",
+- :class:`AspectClassifier`, the MZU paper's ABSA model (Meng et al., AAAI 2020, "Aspect Based Sentiment Analysis",
   following Tang et al. 2016): a Bi-RNN encodes the sentence, its outputs are mean-pooled over the
   real tokens, the pooled vector is concatenated with the mean embedding of the aspect term's words,
   and a linear layer + softmax predicts the polarity. Deep transition (+DT) is the cell's own option
   (``GRUDT``, ``CapMZU(transition_depth=1)``).
 - :class:`DocumentClassifier`: an RNN reads the text and a linear layer classifies its last real
-  (non-pad) state or a mean / max pooled state (IMDB as in caru.md Fig. 2, SST as in mufuru.md §4.3).
+  (non-pad) state or a mean / max pooled state (IMDB as in Chan et al., ICONIP 2020, Fig. 2, SST as in
+  Weissenborn & Rocktäschel, arXiv:1606.03002, §4.3).
 
 Both report accuracy and macro-F1 (torchmetrics), add the cells' auxiliary loss (MZU's zone
-disagreement, mzu.md eq. 18-19) to the training loss and log it on its own, can start from pretrained
+disagreement, Meng et al., AAAI 2020, eq. 18-19) to the training loss and log it on its own, can start from pretrained
 word vectors (:mod:`lit_rnncells.data.embeddings`), and return one record per input line from
 ``predict_step`` for the CLI's prediction writer.
 """
@@ -221,7 +222,7 @@ class SequenceClassifier(RecurrentTask):
 
 
 class AspectClassifier(SequenceClassifier):
-    """The MZU paper's ABSA model (mzu.md, Aspect Based Sentiment Analysis; Tang et al. 2016).
+    """The MZU paper's ABSA model (Meng et al., AAAI 2020, Aspect Based Sentiment Analysis; Tang et al. 2016).
 
     ``[masked mean of BiRNN(sentence) ; mean embedding of the aspect term's words] → linear → softmax``.
     Batches hold ``tokens``/``lengths`` (the sentence) and ``aspect``/``aspect_lengths`` (the term's ids).
@@ -252,7 +253,8 @@ class AspectClassifier(SequenceClassifier):
 
 
 class DocumentClassifier(SequenceClassifier):
-    """RNN over the text → last real state or pooled state → linear → softmax (caru.md Fig. 2, mufuru.md §4.3).
+    """RNN over the text → last real state or pooled state → linear → softmax (Chan et al., ICONIP 2020, Fig. 2;
+    Weissenborn & Rocktäschel, arXiv:1606.03002, §4.3).
 
     Args (beyond :class:`SequenceClassifier`'s):
         readout: ``last`` reads the state at each text's last real token (bidirectional: concatenated with

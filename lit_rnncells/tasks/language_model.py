@@ -3,7 +3,7 @@
 embedding (embedding dropout, locked dropout) → per layer ``Recurrent(cell)`` with DropConnect
 on its recurrent weights and locked dropout between layers → optional deep output → softmax
 (optionally tied to the embedding). Regularisers and NT-ASGD follow Merity, Keskar & Socher
-2018 ("Regularizing and Optimizing LSTM Language Models"); MZU's zone disagreement (mzu.md
+2018 ("Regularizing and Optimizing LSTM Language Models"); MZU's zone disagreement (Meng et al., AAAI 2020,
 eq. 18–19) is added to the loss when the cell provides it. Truncated BPTT is done here
 (Lightning 2 has none): the DataModule yields consecutive windows of contiguous streams, the
 state is carried from step to step (detached) and reset at each epoch start; evaluation runs

@@ -1,4 +1,4 @@
-"""Propositional-logic evaluation (mufuru.md §4.1): read a formula, predict its truth value."""
+"""Propositional-logic evaluation (Weissenborn & Rocktäschel, arXiv:1606.03002, §4.1): read a formula, predict its truth value."""
 from __future__ import annotations
 
 from typing import Dict, Optional

@@ -1,7 +1,7 @@
 """Attention encoder-decoder (RNNSearch) for translation and summarisation, with any cell.
 
 Bahdanau, Cho & Bengio 2015 ("Neural Machine Translation by Jointly Learning to Align and
-Translate"), the MC-RNN paper's Baseline-RNN (mc-rnn.md §4) and CARU's Multi30k model:
+Translate"), the MC-RNN paper's Baseline-RNN (Xu et al., AAAI 2019, §4) and CARU's Multi30k model:
 
 * encoder: source embedding → bidirectional multi-layer :class:`~lit_rnncells.nn.Recurrent` of the
   encoder cell, lengths-aware (padding never reaches the states or the attention);
