@@ -138,6 +138,8 @@ CLI_PROBES = {
                                ["no option 'hiden_size'", "Did you mean 'hidden_size'?"]),
     "misspelt data option": (["--data.init_args.train_sise", "3"], ["no option 'train_sise'", "'train_size'"]),
     "unknown cell": (["--model.init_args.cell", "GRUU"], ["Unknown cell 'GRUU'", "Did you mean 'GRU'?"]),
+    "own cell by its bare name": (["--model.init_args.cell", "MyOwnCell"],
+                                  ["Unknown cell 'MyOwnCell'", "import path, e.g. mycells.minimal.MyOwnCell"]),
     "zero hidden size": (["--model.init_args.hidden_size", "0"], ["hidden_size must be a positive integer"]),
     "negative layers": (["--model.init_args.num_layers", "-1"], ["num_layers must be a positive integer"]),
     "value of the wrong type": (["--trainer.max_epochs", "abc"], ['"trainer.max_epochs" expects int']),
