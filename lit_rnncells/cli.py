@@ -23,6 +23,7 @@ from .callbacks import FiniteGuard, InterruptCheckpoint, PredictionWriter, Train
 from .data.checkpoint_state import read_checkpoint
 from .errors import user_message
 from .quiet import quiet_known_noise
+from .start_checks import check_accelerator, report_start
 from .tasks.base import RecurrentTask
 
 # Sizes that come from the data flow into the model when the model has a parameter of that name.
@@ -117,6 +118,7 @@ class LitRNNCellsCLI(LightningCLI):
         ckpt_path = config.get("ckpt_path")
         data = config.get("data")
         trainer = config.get("trainer")
+        check_accelerator(trainer)
         logger = trainer.get("logger") if trainer is not None else None
         if self.subcommand in ("test", "validate", "predict") and getattr(logger, "get", None) is not None \
                 and logger.get("class_path") == DEFAULT_LOGGER:
@@ -137,6 +139,8 @@ class LitRNNCellsCLI(LightningCLI):
     def instantiate_classes(self) -> None:
         super().instantiate_classes()
         self._check_data_against_checkpoint()
+        if self.subcommand:
+            report_start(self.model, self.trainer, self.subcommand)
         threads = threads_for(self.model)
         if threads is not None and isinstance(self.trainer.accelerator, CPUAccelerator):
             torch.set_num_threads(threads)  # small models: see cpu_defaults.py

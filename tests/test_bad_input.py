@@ -377,6 +377,18 @@ def test_a_missing_imdb_archive(workdir, capsys):
                                    str(workdir / "no_imdb")], "no_imdb")
 
 
+# --- issue 19: start checks, divergence, inputs, output paths ------------------------------------------------
+def test_a_gpu_trainer_config_on_a_machine_without_a_gpu(workdir, capsys, monkeypatch):
+    import torch
+
+    from lit_rnncells import start_checks
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(start_checks, "_mps_available", lambda: False)
+    expect_error(capsys, workdir, ["fit", "--config", LOGIC, "--config", str(CONFIGS / "trainer" / "multi_gpu.yaml"),
+                                   *TINY_LOGIC, *QUIET], "asks for accelerator 'gpu'", "--trainer.accelerator cpu",
+                 code=2)
+
+
 def test_the_catalogue_is_large_enough():
     probes = len(CLI_PROBES) + len(LM_PROBES) + sum(1 for name in globals() if name.startswith("test_")) - 3
     assert probes >= 40, probes
