@@ -77,8 +77,9 @@ class SequenceClassifier(RecurrentTask):
                  rnn_dropout: float = 0.0, pretrained_embeddings: Optional[str] = None,
                  freeze_embeddings: bool = False, aux_loss_weight: float = 1.0,
                  optimizer: OptimizerCallable = torch.optim.Adam,
-                 lr_scheduler: Optional[LRSchedulerCallable] = None, scheduler_monitor: str = "val/loss") -> None:
-        super().__init__(cell, optimizer, lr_scheduler, scheduler_monitor)
+                 lr_scheduler: Optional[LRSchedulerCallable] = None, scheduler_monitor: str = "val/loss",
+                 compile: bool = False) -> None:
+        super().__init__(cell, optimizer, lr_scheduler, scheduler_monitor, compile=compile)
         check_positive(vocab_size=vocab_size, num_classes=num_classes, embedding_size=embedding_size,
                        hidden_size=hidden_size, num_layers=num_layers)
         if num_classes < 2:
@@ -234,10 +235,12 @@ class AspectClassifier(SequenceClassifier):
                  dropout: float = 0.5, embedding_dropout: float = 0.0, rnn_dropout: float = 0.0,
                  pretrained_embeddings: Optional[str] = None, freeze_embeddings: bool = False,
                  aux_loss_weight: float = 1.0, optimizer: OptimizerCallable = torch.optim.Adam,
-                 lr_scheduler: Optional[LRSchedulerCallable] = None, scheduler_monitor: str = "val/loss") -> None:
+                 lr_scheduler: Optional[LRSchedulerCallable] = None, scheduler_monitor: str = "val/loss",
+                 compile: bool = False) -> None:
         super().__init__(cell, vocab_size, num_classes, pad_id, embedding_size, hidden_size, num_layers,
                          bidirectional, dropout, embedding_dropout, rnn_dropout, pretrained_embeddings,
-                         freeze_embeddings, aux_loss_weight, optimizer, lr_scheduler, scheduler_monitor)
+                         freeze_embeddings, aux_loss_weight, optimizer, lr_scheduler, scheduler_monitor,
+                         compile=compile)
 
     def feature_size(self) -> int:
         return self.rnn.hidden_size * self.rnn.num_directions + self.embedding.embedding_dim
@@ -268,12 +271,14 @@ class DocumentClassifier(SequenceClassifier):
                  rnn_dropout: float = 0.0, pretrained_embeddings: Optional[str] = None,
                  freeze_embeddings: bool = False, aux_loss_weight: float = 1.0,
                  optimizer: OptimizerCallable = torch.optim.Adam,
-                 lr_scheduler: Optional[LRSchedulerCallable] = None, scheduler_monitor: str = "val/loss") -> None:
+                 lr_scheduler: Optional[LRSchedulerCallable] = None, scheduler_monitor: str = "val/loss",
+                 compile: bool = False) -> None:
         if readout not in READOUTS:
             raise ValueError(f"readout must be one of {', '.join(READOUTS)}, got {readout!r}.")
         super().__init__(cell, vocab_size, num_classes, pad_id, embedding_size, hidden_size, num_layers,
                          bidirectional, dropout, embedding_dropout, rnn_dropout, pretrained_embeddings,
-                         freeze_embeddings, aux_loss_weight, optimizer, lr_scheduler, scheduler_monitor)
+                         freeze_embeddings, aux_loss_weight, optimizer, lr_scheduler, scheduler_monitor,
+                         compile=compile)
 
     def feature_size(self) -> int:
         return self.rnn.hidden_size * self.rnn.num_directions

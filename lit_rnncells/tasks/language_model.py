@@ -56,8 +56,9 @@ class LanguageModel(RecurrentTask):
                  weight_drop: float = 0.0, alpha: float = 0.0, beta: float = 0.0, aux_loss_weight: float = 1.0,
                  scale_lr_with_seq_len: bool = False, nt_asgd: bool = False, nonmono: int = 5,
                  optimizer: OptimizerCallable = torch.optim.Adam,
-                 lr_scheduler: Optional[LRSchedulerCallable] = None, scheduler_monitor: str = "val/loss") -> None:
-        super().__init__(cell, optimizer, lr_scheduler, scheduler_monitor)
+                 lr_scheduler: Optional[LRSchedulerCallable] = None, scheduler_monitor: str = "val/loss",
+                 compile: bool = False) -> None:
+        super().__init__(cell, optimizer, lr_scheduler, scheduler_monitor, compile=compile)
         check_positive(vocab_size=vocab_size, embedding_size=embedding_size, hidden_size=hidden_size,
                        num_layers=num_layers, nonmono=nonmono)
         check_probability(dropout=dropout, dropout_h=dropout_h, dropout_i=dropout_i, dropout_e=dropout_e,
