@@ -34,12 +34,18 @@ TINY_LM = ["--model.init_args.embedding_size", "8", "--model.init_args.hidden_si
 
 DE = ["ein mann fährt rad .", "zwei hunde spielen .", "eine frau liest ein buch .", "kinder lachen ."]
 EN = ["a man rides a bike .", "two dogs play .", "a woman reads a book .", "children laugh ."]
+# held-out pairs (made of the training words): a train split that contains the whole dev split is an error
+DE_HELD = ["ein mann liest .", "zwei kinder spielen .", "eine frau fährt rad .", "hunde lachen ."]
+EN_HELD = ["a man reads .", "two children play .", "a woman rides a bike .", "dogs laugh ."]
+DE_TEST = ["ein kind liest ein buch .", "zwei frauen lachen .", "eine frau spielen .", "hunde fährt rad ."]
+EN_TEST = ["a child reads a book .", "two women laugh .", "a woman play .", "dogs rides a bike ."]
 
 
 def write_parallel(folder: Path, **override: List[str]) -> Path:
     """A tiny parallel corpus ``{train,valid,test}.{de,en}``; ``override`` replaces files by name."""
     folder.mkdir(parents=True, exist_ok=True)
-    files = {"train.de": DE * 8, "train.en": EN * 8, "valid.de": DE, "valid.en": EN, "test.de": DE, "test.en": EN}
+    files = {"train.de": DE * 8, "train.en": EN * 8, "valid.de": DE_HELD, "valid.en": EN_HELD,
+             "test.de": DE_TEST, "test.en": EN_TEST}
     files.update({k.replace("_", "."): v for k, v in override.items()})
     for name, lines in files.items():
         (folder / name).write_text("".join(line + "\n" for line in lines), encoding="utf-8")
@@ -69,9 +75,11 @@ def write_semeval(folder: Path, polarity: str = "positive", broken: bool = False
 
 def write_sst(folder: Path, bad_line: Optional[str] = None) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
-    good = ["(3 (2 a) (4 (3 good) (2 film)))", "(1 (2 a) (0 (1 bad) (2 film)))"] * 4
+    good = {"train.txt": ["(3 (2 a) (4 (3 good) (2 film)))", "(1 (2 a) (0 (1 bad) (2 film)))"] * 4,
+            "dev.txt": ["(4 (3 good) (2 film))", "(0 (1 bad) (2 film))"],
+            "test.txt": ["(3 (2 a) (3 good))", "(1 (2 a) (1 bad))"]}
     for name in ("train.txt", "dev.txt", "test.txt"):
-        lines = good + ([bad_line] if bad_line and name == "train.txt" else [])
+        lines = good[name] + ([bad_line] if bad_line and name == "train.txt" else [])
         (folder / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
     return folder
 
@@ -387,6 +395,22 @@ def test_a_gpu_trainer_config_on_a_machine_without_a_gpu(workdir, capsys, monkey
     expect_error(capsys, workdir, ["fit", "--config", LOGIC, "--config", str(CONFIGS / "trainer" / "multi_gpu.yaml"),
                                    *TINY_LOGIC, *QUIET], "asks for accelerator 'gpu'", "--trainer.accelerator cpu",
                  code=2)
+
+
+def test_a_train_file_that_holds_the_dev_file(workdir, capsys):
+    """The common SST copy whose train.txt is train + dev (9,645 lines): refused before training."""
+    folder = write_sst(workdir / "sst")
+    train = (folder / "train.txt").read_text()
+    (folder / "train.txt").write_text(train + (folder / "dev.txt").read_text())
+    expect_error(capsys, workdir, ["fit", *sst_args(folder)], "train split of sst (train.txt) contains all 2 trees "
+                 "of the dev split (dev.txt)", "use the official train file without the dev examples",
+                 "python -m lit_rnncells.data prepare sst")
+
+
+def test_parallel_training_files_that_hold_the_valid_files(workdir, capsys):
+    folder = write_parallel(workdir / "par", train_de=DE * 8 + DE_HELD, train_en=EN * 8 + EN_HELD)
+    expect_error(capsys, workdir, ["fit", *parallel_args(folder)], "contains all 4 pairs of the dev split "
+                 "(valid.de, valid.en)", "remove the dev examples from the train files")
 
 
 def test_the_catalogue_is_large_enough():
