@@ -19,7 +19,8 @@ from . import data as _data  # noqa: F401
 from . import tasks as _tasks  # noqa: F401
 from . import callbacks as _callbacks
 from .cpu_defaults import keep_freed_memory, threads_for
-from .callbacks import FiniteGuard, InterruptCheckpoint, PredictionWriter, TrainingDiverged
+from .callbacks import (DIVERGENCE_PATIENCE, DIVERGENCE_THRESHOLD, FiniteGuard, InterruptCheckpoint,
+                        PredictionWriter, TrainingDiverged)
 from .data.checkpoint_state import read_checkpoint
 from .errors import user_message
 from .quiet import quiet_known_noise
@@ -90,6 +91,10 @@ class LitRNNCellsCLI(LightningCLI):
                                  "(default: standard output).")
         parser.add_argument("--untrained", type=bool, default=False,
                             help="predict: allow predicting with an untrained model (no --ckpt_path).")
+        parser.add_argument("--divergence_threshold", type=float, default=DIVERGENCE_THRESHOLD,
+                            help="fit: stop with an error when the training loss stays above this many times its "
+                                 f"running minimum (and above its first value) for {DIVERGENCE_PATIENCE} "
+                                 "consecutive steps; 0 turns the check off.")
         for name in DATA_TO_MODEL_LINKS:
             parser.link_arguments(f"data.{name}", f"model.init_args.{name}", apply_on="instantiate")
 
@@ -145,7 +150,8 @@ class LitRNNCellsCLI(LightningCLI):
         if threads is not None and isinstance(self.trainer.accelerator, CPUAccelerator):
             torch.set_num_threads(threads)  # small models: see cpu_defaults.py
         if self.subcommand == "fit":
-            self.trainer.callbacks.extend([FiniteGuard(), InterruptCheckpoint()])
+            threshold = self.config["fit"].get("divergence_threshold", DIVERGENCE_THRESHOLD)
+            self.trainer.callbacks.extend([FiniteGuard(threshold), InterruptCheckpoint()])
         if self.subcommand == "predict":
             output = self.config.get("predict", {}).get("predict_output")
             self.trainer.callbacks.append(PredictionWriter(output))

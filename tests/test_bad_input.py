@@ -389,6 +389,27 @@ def test_a_gpu_trainer_config_on_a_machine_without_a_gpu(workdir, capsys, monkey
                  code=2)
 
 
+EXPLODING = ["--data.init_args.train_size", "640", "--model.init_args.optimizer.init_args.lr", "1e6",
+             "--trainer.gradient_clip_val", "null", "--trainer.max_epochs", "3"]
+
+
+def test_a_finite_loss_that_explodes(workdir, capsys):
+    expect_error(capsys, workdir, ["fit", "--config", LOGIC, *TINY_LOGIC, *QUIET, *EXPLODING],
+                 "The training loss exploded", "10x its running minimum", "for 10 consecutive steps",
+                 "--divergence_threshold 0", code=1, new_config_ok=True)
+
+
+def test_an_exploded_loss_when_a_checkpoint_is_due_saves_no_checkpoint(workdir, capsys):
+    expect_error(capsys, workdir, ["fit", "--config", LOGIC, *TINY_LOGIC, *QUIET, *EXPLODING,
+                                   "--trainer.val_check_interval", "3"],
+                 "The training loss exploded", "when a checkpoint was due", code=1, new_config_ok=True)
+
+
+def test_a_divergence_threshold_between_0_and_1(workdir, capsys):
+    expect_error(capsys, workdir, ["fit", "--config", LOGIC, *TINY_LOGIC, *QUIET, "--divergence_threshold", "0.5"],
+                 "divergence_threshold must be 0 (off) or above 1", code=2)
+
+
 def test_the_catalogue_is_large_enough():
     probes = len(CLI_PROBES) + len(LM_PROBES) + sum(1 for name in globals() if name.startswith("test_")) - 3
     assert probes >= 40, probes
