@@ -145,7 +145,7 @@ class LitRNNCellsCLI(LightningCLI):
         super().instantiate_classes()
         self._check_data_against_checkpoint()
         if self.subcommand:
-            report_start(self.model, self.trainer, self.subcommand)
+            report_start(self.model, self.trainer, self.subcommand, self.datamodule)
         threads = threads_for(self.model)
         if threads is not None and isinstance(self.trainer.accelerator, CPUAccelerator):
             torch.set_num_threads(threads)  # small models: see cpu_defaults.py
