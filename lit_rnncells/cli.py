@@ -202,7 +202,7 @@ class LitRNNCellsCLI(LightningCLI):
         threads = threads_for(self.model)
         if threads is not None and isinstance(self.trainer.accelerator, CPUAccelerator):
             torch.set_num_threads(threads)  # small models: see cpu_defaults.py
-        if self.subcommand == "fit":
+        if self.subcommand == "fit" or self.run_folder is not None:  # run_folder: a caller fits (compare's runs)
             self.trainer.callbacks.extend([FiniteGuard(), InterruptCheckpoint()])
         if self.subcommand == "predict":
             output = self.config.get("predict", {}).get("predict_output")
