@@ -213,8 +213,9 @@ class LitRNNCellsCLI(LightningCLI):
         threads = threads_for(self.model)
         if threads is not None and isinstance(self.trainer.accelerator, CPUAccelerator):
             torch.set_num_threads(threads)  # small models: see cpu_defaults.py
-        if self.subcommand == "fit":
-            threshold = self.config["fit"].get("divergence_threshold", DIVERGENCE_THRESHOLD)
+        if self.subcommand == "fit" or self.run_folder is not None:  # run_folder: a caller fits (compare's runs)
+            fit_config = self.config.get("fit", self.config) if self.subcommand else self.config
+            threshold = fit_config.get("divergence_threshold", DIVERGENCE_THRESHOLD)
             self.trainer.callbacks.extend([FiniteGuard(threshold), InterruptCheckpoint()])
         if self.subcommand == "predict":
             output = self.config.get("predict", {}).get("predict_output")
