@@ -146,6 +146,8 @@ CLI_PROBES = {
                                ["no option 'hiden_size'", "Did you mean 'hidden_size'?"]),
     "misspelt data option": (["--data.init_args.train_sise", "3"], ["no option 'train_sise'", "'train_size'"]),
     "unknown cell": (["--model.init_args.cell", "GRUU"], ["Unknown cell 'GRUU'", "Did you mean 'GRU'?"]),
+    "own cell by its bare name": (["--model.init_args.cell", "MyOwnCell"],
+                                  ["Unknown cell 'MyOwnCell'", "import path, e.g. mycells.minimal.MyOwnCell"]),
     "zero hidden size": (["--model.init_args.hidden_size", "0"], ["hidden_size must be a positive integer"]),
     "negative layers": (["--model.init_args.num_layers", "-1"], ["num_layers must be a positive integer"]),
     "value of the wrong type": (["--trainer.max_epochs", "abc"], ['"trainer.max_epochs" expects int']),
@@ -383,6 +385,18 @@ def test_a_missing_imdb_archive(workdir, capsys):
                                    str(workdir / "no_imdb")], "no_imdb")
 
 
+# --- issue 19: start checks, divergence, inputs, output paths ------------------------------------------------
+def test_a_gpu_trainer_config_on_a_machine_without_a_gpu(workdir, capsys, monkeypatch):
+    import torch
+
+    from lit_rnncells import start_checks
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(start_checks, "_mps_available", lambda: False)
+    expect_error(capsys, workdir, ["fit", "--config", LOGIC, "--config", str(CONFIGS / "trainer" / "multi_gpu.yaml"),
+                                   *TINY_LOGIC, *QUIET], "asks for accelerator 'gpu'", "--trainer.accelerator cpu",
+                 code=2)
+
+
 def test_a_train_file_that_holds_the_dev_file(workdir, capsys):
     """The common SST copy whose train.txt is train + dev (9,645 lines): refused before training."""
     folder = write_sst(workdir / "sst")
@@ -397,6 +411,57 @@ def test_parallel_training_files_that_hold_the_valid_files(workdir, capsys):
     folder = write_parallel(workdir / "par", train_de=DE * 8 + DE_HELD, train_en=EN * 8 + EN_HELD)
     expect_error(capsys, workdir, ["fit", *parallel_args(folder)], "contains all 4 pairs of the dev split "
                  "(valid.de, valid.en)", "remove the dev examples from the train files")
+
+
+EXPLODING = ["--data.init_args.train_size", "640", "--model.init_args.optimizer.init_args.lr", "1e6",
+             "--trainer.gradient_clip_val", "null", "--trainer.max_epochs", "3"]
+
+
+def test_a_finite_loss_that_explodes(workdir, capsys):
+    expect_error(capsys, workdir, ["fit", "--config", LOGIC, *TINY_LOGIC, *QUIET, *EXPLODING],
+                 "The training loss exploded", "10x its running minimum", "for 10 consecutive steps",
+                 "--divergence_threshold 0", code=1, new_config_ok=True)
+
+
+def test_an_exploded_loss_when_a_checkpoint_is_due_saves_no_checkpoint(workdir, capsys):
+    expect_error(capsys, workdir, ["fit", "--config", LOGIC, *TINY_LOGIC, *QUIET, *EXPLODING,
+                                   "--trainer.val_check_interval", "3"],
+                 "The training loss exploded", "when a checkpoint was due", code=1, new_config_ok=True)
+
+
+def test_a_divergence_threshold_between_0_and_1(workdir, capsys):
+    expect_error(capsys, workdir, ["fit", "--config", LOGIC, *TINY_LOGIC, *QUIET, "--divergence_threshold", "0.5"],
+                 "divergence_threshold must be 0 (off) or above 1", code=2)
+
+
+REVIEWS = {"pos": ["a great film , loved it", "wonderful acting and a fine story"] * 4,
+           "neg": ["a dull film , hated it", "terrible acting and a weak story"] * 4}
+
+
+def write_imdb(folder: Path, empty: Optional[str] = None) -> Path:
+    """A tiny extracted ``aclImdb`` folder; ``empty`` (e.g. ``"train/pos"``) is left without reviews."""
+    for split in ("train", "test"):
+        for label, texts in REVIEWS.items():
+            sub = folder / "aclImdb" / split / label
+            sub.mkdir(parents=True, exist_ok=True)
+            if f"{split}/{label}" != empty:
+                for i, text in enumerate(texts):
+                    (sub / f"{i}_{8 if label == 'pos' else 2}.txt").write_text(text, encoding="utf-8")
+    return folder / "aclImdb"
+
+
+def imdb_args(folder: Path) -> List[str]:
+    return ["--config", IMDB, *QUIET, "--data.init_args.data_dir", str(folder), "--data.init_args.val_size", "4",
+            "--data.init_args.cache_dir", "", "--trainer.max_steps", "1", "--model.init_args.hidden_size", "8",
+            "--model.init_args.embedding_size", "8", "--test_after_fit", "false"]
+
+
+@pytest.mark.parametrize("empty", ["train/pos", "test/neg"])
+def test_an_imdb_split_without_one_class(empty, workdir, capsys):
+    folder = write_imdb(workdir / "imdb", empty=empty)
+    label = "positive" if empty.endswith("pos") else "negative"
+    expect_error(capsys, workdir, ["fit", *imdb_args(folder)], f"has no {label} reviews",
+                 str(folder / empty), code=2)
 
 
 def test_the_catalogue_is_large_enough():

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import statistics
 import sys
@@ -59,7 +60,8 @@ LM_SMALL = ("--model.init_args.embedding_size", "64", "--model.init_args.dropout
             "--trainer.val_check_interval", "100", "--trainer.limit_val_batches", "40")
 
 PAPERS: Dict[str, Tuple[str, List[Experiment]]] = {
-    "mzu": ("MZU: Multi-Zone Unit (mzu.md)", [
+    "mzu": ("MZU: Multi-Zone Unit "
+             "(Meng, Zhang, Liu & Zhou, *Multi-Zone Unit for Recurrent Neural Networks*, AAAI 2020)", [
         Experiment(
             name="ptb_char", title="PTB character LM, test BPC (Table 1)",
             config="configs/lm/ptb_char_gru.yaml",
@@ -82,7 +84,8 @@ PAPERS: Dict[str, Tuple[str, List[Experiment]]] = {
             our_setting="no pretrained vectors (none on this machine), embedding 100, parameters matched to a "
                         "GRU+DT of 64, batch 32, 8 epochs, best validation accuracy tested"),
     ]),
-    "mufuru": ("MuFuRU: Multi-Function Recurrent Unit (mufuru.md)", [
+    "mufuru": ("MuFuRU: Multi-Function Recurrent Unit "
+             "(Weissenborn & Rocktäschel, *MuFuRU: The Multi-Function Recurrent Unit*, arXiv:1606.03002)", [
         Experiment(
             name="logic_fig1a", title="Propositional logic, test accuracy % on 11-20 gates (Fig. 1a)",
             config="configs/logic/gru.yaml", cells={"GRU": "GRU", "MuFuRU": "MuFuRU"},
@@ -104,7 +107,8 @@ PAPERS: Dict[str, Tuple[str, List[Experiment]]] = {
             paper_setting="not in the paper: our search for the regime where the cells differ",
             our_setting="100 or 1,000 training formulas of 5-10 gates, test on 21-40 gates, hidden 2/4/8, 3 seeds"),
     ]),
-    "caru": ("CARU: Content-Adaptive Recurrent Unit (caru.md)", [
+    "caru": ("CARU: Content-Adaptive Recurrent Unit "
+             "(Chan, Ke & Im, *CARU: A Content-Adaptive Recurrent Unit for the Transition of Hidden State in NLP*, ICONIP 2020)", [
         Experiment(
             name="imdb", title="IMDB, test accuracy % (Fig. 2)", config="configs/classification/imdb_gru.yaml",
             cells={"GRU": "GRU", "MGU": "MGU", "CARU": "CARU"}, paper={"GRU": None, "MGU": None, "CARU": None}, claimed_best="CARU",
@@ -117,7 +121,8 @@ PAPERS: Dict[str, Tuple[str, List[Experiment]]] = {
             our_setting="embedding 64 (random), hidden 128, reviews cut to their first 200 tokens, 3 epochs, test "
                         "on the first 10,000 test reviews, 1 seed"),
     ]),
-    "mcrnn": ("MC-RNN: multi-channel multi-block RNN (mc-rnn.md)", [
+    "mcrnn": ("MC-RNN: multi-channel multi-block RNN "
+             "(Xu, Huang, Wang, Wang & Liu, *Modeling Local Dependence in Natural Language with Multi-Channel Recurrent Neural Networks*, AAAI 2019)", [
         Experiment(
             name="ptb_word", title="PTB word LM, test perplexity (Table 4, AWD-LSTM setup)",
             config="configs/lm/ptb_word_gru.yaml",
@@ -137,7 +142,7 @@ PAPERS: Dict[str, Tuple[str, List[Experiment]]] = {
 NOTES: Dict[str, str] = {
     "caru": """## Multi30k De→En, test BLEU (Tables 1–2), measured by `scripts/bench_seq2seq.py`
 
-Not a runner experiment: `LIT_RNNCELLS_DATA=../shared/data python scripts/bench_seq2seq.py --epochs 1 --cells GRU
+Not a runner experiment: `LIT_RNNCELLS_DATA=<data folder> python scripts/bench_seq2seq.py --epochs 1 --cells GRU
 MGU CARU` trains each cell one epoch at embedding 128 / hidden 256 beside the plain-PyTorch reference
 (settings and the full table in [../measured.md](../measured.md)). One seed.
 
@@ -254,8 +259,20 @@ def experiment_markdown(exp: Experiment, entries: List[Dict[str, Any]], figures:
     return "\n".join(lines)
 
 
+NOT_RUN = "Not run yet"
+
+
+def report_sections(text: str) -> Dict[str, str]:
+    """The ``## `` sections of a report by heading, each with its body (up to the next ``## `` heading)."""
+    sections: Dict[str, str] = {}
+    for chunk in re.split(r"(?m)^(?=## )", text):
+        if chunk.startswith("## "):
+            sections[chunk.splitlines()[0]] = chunk.rstrip("\n") + "\n"
+    return sections
+
+
 def reproduce(paper: str, out: Path, report: Optional[Path], experiments: Optional[Sequence[str]] = None,
-              read_only: bool = False, log: Any = sys.stderr) -> str:
+              read_only: bool = False, log: Any = None) -> str:
     """Run (or read) a paper's experiments, write and return its markdown report."""
     if paper not in PAPERS:
         raise CompareError(f"Unknown paper {paper!r}; use one of {', '.join(PAPERS)}.")
@@ -266,16 +283,23 @@ def reproduce(paper: str, out: Path, report: Optional[Path], experiments: Option
         raise CompareError(f"Unknown experiment(s) {', '.join(unknown)} of {paper}; use "
                            f"{', '.join(e.name for e in exps)}.")
     parts = [f"# Reproducing {title} at a CPU budget", "",
-             f"Written by `python -m lit_rnncells.reproduce {paper} --report <this page>` (the runs were in "
-             f"`{out}`), which runs the experiments below (or reads them where they finished: the comparison runner "
+             f"Written by `python -m lit_rnncells.reproduce {paper} --out <runs folder> --report <this page>`, "
+             "which runs the experiments below (or reads them where they finished: the comparison runner "
                "skips finished runs). Every number of ours was measured on this project's 2-core CPU machine "
                "at the budget given; the paper's numbers come from full-size GPU training, so compare the "
                "orderings, not the values.", ""]
+    earlier = report_sections(report.read_text(encoding="utf-8")) if report is not None and report.is_file() else {}
     for exp in chosen:
         folder = out / exp.name
         finished = sorted(folder.glob(f"*/{RESULT_FILE}"))
+        kept = earlier.get(f"## {exp.title}")
+        if read_only and not finished and kept and NOT_RUN not in kept:
+            parts.append(kept)  # never replace finished results with "not run"
+            print(f"reproduce: {folder} holds no finished run of {exp.name}; kept the results already in {report}.",
+                  file=log or sys.stderr)
+            continue
         if read_only and not finished:
-            parts += [f"## {exp.title}", "", f"Not run yet: `python -m lit_rnncells.reproduce {paper} "
+            parts += [f"## {exp.title}", "", f"{NOT_RUN}: `python -m lit_rnncells.reproduce {paper} "
                       f"--experiments {exp.name}` runs it.", ""]
             continue
         if read_only:  # the runs that finished, nothing new; their curves drawn again
@@ -289,7 +313,8 @@ def reproduce(paper: str, out: Path, report: Optional[Path], experiments: Option
             rows = compare(str(ROOT / exp.config) if not Path(exp.config).is_absolute() else exp.config,
                            list(exp.cells), seeds=exp.seeds, budget=exp.budget, out=folder,
                            match_params=exp.match_params, hidden_size=exp.hidden_size, vary=list(exp.vary),
-                           extra=list(exp.extra), test_every_epoch=exp.test_every_epoch, no_wandb=True, log=log)
+                           extra=list(exp.extra), test_every_epoch=exp.test_every_epoch, no_wandb=True,
+                           log=log or sys.stderr)
         figures = []
         if report is not None:
             for png in ("curves_steps.png",):
