@@ -469,3 +469,44 @@ def test_each_datamodule_kind_maps_to_its_files(tmp_path):
     imdb = sc._sentiment(NS(dataset="imdb", data_dir=str(tmp_path)))
     assert imdb.paths == {"train": [tmp_path / "aclImdb_v1.tar.gz"], "test": [tmp_path / "aclImdb_v1.tar.gz"]}
     assert sc._sentiment(NS(dataset="sst", data_dir="stanfordnlp/sst2")) is None
+
+
+def test_a_release_file_given_with_source_is_verified(tmp_path, capsys):
+    with zipfile.ZipFile(tmp_path / "enwik8.zip", "w") as zf:
+        zf.writestr("enwik8", "<mediawiki>not the real thing</mediawiki>")
+    code, out = run(capsys, "prepare", "enwik8", "--source", str(tmp_path), "--dest", str(tmp_path / "out"))
+    assert code == 1 and "enwik8.zip has" in out and "the release 36,445,475" in out
+    assert not (tmp_path / "out" / "enwik8").exists()
+
+
+def test_prepare_text8_writes_the_member_and_check_counts_its_bytes(tmp_path, capsys):
+    with zipfile.ZipFile(tmp_path / "text8.zip", "w") as zf:
+        zf.writestr("text8", " anarchism originated as a term")
+    code, out = run(capsys, "prepare", "text8", "--source", str(tmp_path), "--dest", str(tmp_path / "out"))
+    assert (tmp_path / "out" / "text8").read_text() == " anarchism originated as a term"
+    assert code == 1 and "text8 text8 all has 31 bytes, the official release 100,000,000" in out
+
+
+def test_prepare_gigaword_lays_out_the_harvardnlp_archive(tmp_path, capsys, monkeypatch):
+    """summary.tar.gz: sumdata/train/*.txt.gz and sumdata/Giga/{input,task1_ref0}.txt → the local layout."""
+    members = {"sumdata/train/train.article.txt.gz": gzip.compress(b"a b c\nd e f\n"),
+               "sumdata/train/train.title.txt.gz": gzip.compress(b"a b\nd e\n"),
+               "sumdata/train/valid.article.filter.txt.gz": gzip.compress(b"g h i\n"),
+               "sumdata/train/valid.title.filter.txt.gz": gzip.compress(b"g h\n"),
+               "sumdata/Giga/input.txt": b"j k l\n", "sumdata/Giga/task1_ref0.txt": b"j UNK\n",
+               "sumdata/DUC2004/input.txt": b"m n o\n"}
+    with tarfile.open(tmp_path / "summary.tar.gz", "w:gz") as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    real = known.KNOWN["gigaword"]
+    source = Source(real.sources[0].url, "summary.tar.gz", provenance="the test")
+    monkeypatch.setitem(known.KNOWN, "gigaword", Dataset("gigaword", real.title, real.datamodule, (source,),
+                                                         real.layouts, real.steps))
+    code, out = run(capsys, "prepare", "gigaword", "--source", str(tmp_path), "--dest", str(tmp_path / "out"))
+    written = {p.name: p.read_text() for p in (tmp_path / "out").iterdir()}
+    assert written == {"train.article.txt": "a b c\nd e f\n", "train.title.txt": "a b\nd e\n",
+                       "valid.article.filter.txt": "g h i\n", "valid.title.filter.txt": "g h\n",
+                       "test.article.txt": "j k l\n", "test.title.txt": "j UNK\n"}
+    assert code == 1 and "gigaword article-title train has 2 pairs, the official release 3,803,957" in out
