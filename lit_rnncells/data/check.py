@@ -198,7 +198,7 @@ def _sha256(path: Path) -> str:
 
 @dataclass
 class Report:
-    """What ``check`` found: faults (exit 1), notes (informative), and one ok line per file group."""
+    """What ``check`` found: faults (exit 1), notes (informative), and the counts of each file group."""
     faults: List[Fault]
     notes: List[str]
     ok: List[str]
@@ -232,11 +232,12 @@ def check_bound(bound: Bound) -> Report:
             if path is not None and _sha256(path) != expected:
                 report.notes.append(f"{path.name} differs from the release's bytes (sha256 {expected[:12]}…) "
                                     "although its counts match")
-    if layout.kind == "bytes" and bound.name == "text8" and not report.faults:
-        data = next(iter(bound.paths.values()))[0].read_bytes()
-        if data.strip(b"abcdefghijklmnopqrstuvwxyz "):
-            report.faults.append(Fault("format", "text8 holds characters other than a-z and space",
-                                       bound.fix()))
+    if layout.kind == "bytes" and bound.name == "text8":
+        other = set(files[0].read_bytes().translate(None, b"abcdefghijklmnopqrstuvwxyz "))
+        if other:
+            shown = "".join(sorted(chr(c) for c in other))[:20]
+            report.faults.append(Fault("format", f"{files[0]} holds characters other than a-z and space "
+                                                 f"({shown!r})", bound.fix()))
     counts = ", ".join(f"{s} {n:,}" for s, n in measured["counts"].items())
     report.ok.append(f"{bound.title} {layout.name}: {counts} {UNIT[layout.kind]}")
     return report
