@@ -200,6 +200,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     """Serves ``files`` (name → bytes) with ``Range`` support; ``html`` names get an HTML page."""
     files: Dict[str, bytes] = {}
     ranges: List[Optional[str]] = []
+    honour_ranges = True
 
     def do_GET(self) -> None:  # noqa: N802
         name = self.path.lstrip("/")
@@ -211,7 +212,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self._send(404, b"not found", "text/plain")
             return
         data = self.files[name]
-        spec = self.headers.get("Range")
+        spec = self.headers.get("Range") if self.honour_ranges else None
         if spec:
             start = int(spec.split("=")[1].split("-")[0])
             self.send_response(206)
@@ -237,7 +238,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture
 def server() -> Iterator[str]:
-    _Handler.files, _Handler.ranges = {}, []
+    _Handler.files, _Handler.ranges, _Handler.honour_ranges = {}, [], True
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
@@ -260,6 +261,13 @@ def test_a_download_resumes_from_its_part_file(server, tmp_path):
     path = download(payload_source(f"{server}/data.bin"), tmp_path, log=lambda _: None)
     assert path.read_bytes() == PAYLOAD and not (tmp_path / "data.bin.part").exists()
     assert _Handler.ranges == ["bytes=5000-"]
+
+
+def test_a_server_that_ignores_ranges_sends_the_whole_file_again(server, tmp_path):
+    _Handler.files["data.bin"], _Handler.honour_ranges = PAYLOAD, False
+    (tmp_path / "data.bin.part").write_bytes(PAYLOAD[:5000])
+    path = download(payload_source(f"{server}/data.bin"), tmp_path, log=lambda _: None)
+    assert path.read_bytes() == PAYLOAD and _Handler.ranges == ["bytes=5000-"]
 
 
 def test_a_mirror_replaces_the_official_url(server, tmp_path):
