@@ -26,6 +26,7 @@ from lightning.pytorch.utilities import rank_zero_warn
 from torch import Tensor
 from torch.utils.data import DataLoader, IterableDataset
 
+from . import hub
 from .batching import batch_loader
 from .text import (Vocabulary, VocabularyMismatchError, build_corpus, cached, default_cache_dir, file_fingerprint,
                    is_hub_id, local_or_hub)
@@ -89,29 +90,40 @@ def read_local(dataset: str, folder: Path) -> Tuple[Dict[str, str], List[Dict[st
     return raw, prints
 
 
-def read_hub(dataset: str, hub_id: str) -> Dict[str, str]:
-    """Raw split texts from the Hugging Face hub, in the same shape :func:`read_local` returns."""
-    from datasets import load_dataset
+HUB_BYTES = {"enwik8": 100_000_000, "text8": 100_000_000}  # the whole corpus: bytes (enwik8) or characters
 
-    try:
-        ds = load_dataset(hub_id)
-    except Exception as error:  # offline, a wrong id, or no access
-        local = ", ".join(sorted(LOCAL_FILES[dataset].values()))
-        raise FileNotFoundError(f"Could not load {hub_id!r} from the Hugging Face hub ({type(error).__name__}); "
-                                f"when offline set data.init_args.data_dir or LIT_RNNCELLS_DATA to a local folder "
-                                f"with {local}.") from None
+
+def local_alternative(dataset: str) -> str:
+    """The end of a hub error: where a local copy goes instead."""
+    return (f"to use a local copy set data.init_args.data_dir (or LIT_RNNCELLS_DATA, which holds "
+            f"{ENV_FOLDERS.get(dataset, dataset)}/) to the folder with {', '.join(sorted(LOCAL_FILES[dataset].values()))}")
+
+
+def read_hub(dataset: str, hub_id: str) -> Dict[str, str]:
+    """Raw split texts from the hub's Parquet export (:mod:`lit_rnncells.data.hub`), in the shape
+    :func:`read_local` returns: PTB from its stripped lines (``sentence``), text8 and enwik8 as the whole
+    corpus (``text``; enwik8 from the ``enwik8-raw`` config's single row, checked to be 100,000,000 bytes),
+    then split by :func:`normalise` exactly like the local file."""
+    local = local_alternative(dataset)
     if dataset in ("ptb_char", "ptb_word"):
-        lines = {s: [r["sentence"] for r in ds[h]] for s, h in zip(SPLITS, ("train", "validation", "test"))}
+        ds = hub.load_splits(hub_id, ("train", "validation", "test"), local)
+        lines = {s: list(ds[h]["sentence"]) for s, h in zip(SPLITS, ("train", "validation", "test"))}
         if dataset == "ptb_char":  # the char files are the word files spelled out, '_' between words
             return {s: "\n".join(" ".join("_".join(x.split())) for x in v) for s, v in lines.items()}
         return {s: "\n".join(v) for s, v in lines.items()}
-    column = "text"
-    if all(h in ds for h in ("train", "validation", "test")) and dataset == "text8":
-        return {s: "".join(ds[h][column]) for s, h in zip(SPLITS, ("train", "validation", "test"))}
-    joined = "\n".join(t for split in ds.values() for t in split[column])
     if dataset == "enwik8":
-        joined = joined.encode("utf-8").decode("latin-1")  # bytes as symbols, like the local file
-    return {"all": joined}
+        row = hub.load_splits(hub_id, ("train",), local)["train"]["text"]
+        data = "".join(row).encode("utf-8")  # the raw config read the file as UTF-8: these are its bytes
+        if len(data) != HUB_BYTES["enwik8"]:
+            raise hub.HubError(f"Could not load {hub_id!r} from the Hugging Face hub: its enwik8-raw text is "
+                               f"{len(data):,} bytes, not enwik8's {HUB_BYTES['enwik8']:,}; {local}.")
+        return {"all": data.decode("latin-1")}  # bytes as symbols, like the local file
+    ds = hub.load_splits(hub_id, ("train", "validation", "test"), local)  # text8: the splits in order
+    text = "".join("".join(ds[h]["text"]) for h in ("train", "validation", "test"))
+    if len(text) != HUB_BYTES["text8"]:
+        raise hub.HubError(f"Could not load {hub_id!r} from the Hugging Face hub: its splits hold {len(text):,} "
+                           f"characters together, not text8's {HUB_BYTES['text8']:,}; {local}.")
+    return {"all": text}
 
 
 def corpus_texts(dataset: str, data_dir: str, split_sizes: Tuple[int, int, int]
