@@ -37,7 +37,15 @@ def _data_args(dataset: str, data_dir: Path, tmp_path: Path, cache: Path) -> Lis
         return sentiment
     if not dataset:  # the logic task generates its formulas
         return []
-    if dataset in ("multi30k", "iwslt14", "gigaword"):  # seq2seq: the first pairs of every split
+    if dataset == "iwslt17":  # IWSLT 2017 is raw cased text: real raw De-En lines (Multi30k's) in its layout
+        folder = tmp_path / "iwslt17"
+        folder.mkdir(parents=True, exist_ok=True)
+        for split, name in (("train", "train"), ("valid", "val"), ("test", "test_2016_flickr")):
+            for lang in ("de", "en"):
+                lines = (data_dir / "multi30k" / f"{name}.{lang}").read_text(encoding="utf-8").splitlines()[:40]
+                (folder / f"{split}.{lang}").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        data_dir = tmp_path
+    if dataset in ("multi30k", "iwslt14", "iwslt17", "gigaword"):  # seq2seq: the first pairs of every split
         return ["--data.init_args.data_dir", str(data_dir / dataset), "--data.init_args.limit", "40",
                 "--data.init_args.cache_dir", str(cache), "--data.init_args.batch_size", "2",
                 "--data.init_args.eval_batch_size", "2"]

@@ -143,14 +143,15 @@ def _shards(repo: str, revision: str, folder: str, local: str) -> Tuple[List[str
 def parquet_split(repo: str, config: str, split: str, revision: str, local: str) -> Tuple[List[str], str]:
     """Local paths of one split's Parquet shards, fetched (or found in the hub cache), sizes checked, and
     the commit they come from."""
-    from huggingface_hub import hf_hub_download
+    from huggingface_hub import constants, hf_hub_download
 
     folder = f"{config}/{split}"
     names, sizes = _shards(repo, revision, folder, local)
     paths = []
     for name in names:
-        try:
-            path = hf_hub_download(repo, name, repo_type="dataset", revision=revision)
+        try:  # the cache the listing used (read now: older huggingface_hub copied its default at import)
+            path = hf_hub_download(repo, name, repo_type="dataset", revision=revision,
+                                   cache_dir=constants.HF_HUB_CACHE, local_files_only=sizes is None)
         except Exception as error:
             raise _fail(repo, f"downloading {name} at revision {revision!r} failed ({type(error).__name__})",
                         local) from None
