@@ -252,6 +252,22 @@ def test_an_empty_data_root_is_named_at_once(workdir, capsys, monkeypatch):
     expect_error(capsys, workdir, ["fit", "--config", LM, *QUIET, *TINY_LM], "does not exist", "ptb.char.train.txt")
 
 
+def test_a_hub_dataset_out_of_reach_names_repo_cause_and_local_alternative(workdir, capsys, monkeypatch, tmp_path):
+    from tests.hub_stub import HubStub
+
+    HubStub(tmp_path, monkeypatch)  # an empty hub cache, offline
+    expect_error(capsys, workdir, ["fit", "--config", LM, *QUIET, *TINY_LM, "--data.init_args.data_dir",
+                                   "ptb-text-only/ptb_text_only"],
+                 "Could not load 'ptb-text-only/ptb_text_only' from the Hugging Face hub: the hub is unreachable",
+                 "LIT_RNNCELLS_DATA, which holds ptb/")
+
+
+def test_iwslt14_without_a_local_copy_names_both_ways_to_build_it(workdir, capsys, monkeypatch):
+    monkeypatch.delenv("LIT_RNNCELLS_DATA", raising=False)
+    expect_error(capsys, workdir, ["fit", "--config", str(CONFIGS / "seq2seq" / "iwslt14_de_en_lstm.yaml"), *QUIET],
+                 "no hub repo holds", "python -m lit_rnncells.data prepare iwslt14", "prepare-iwslt14.sh")
+
+
 @pytest.mark.real_data
 def test_a_diverging_run(workdir, capsys, data_dir):
     expect_error(capsys, workdir, ["fit", "--config", LM, *QUIET, *TINY_LM, "--trainer.max_steps", "40",

@@ -3,9 +3,10 @@
 Datasets: PTB character level (Mikolov's ``ptb.char.*.txt``), PTB word level
 (``ptb.*.txt``; hub ``ptb-text-only/ptb_text_only``, column ``sentence``), text8
 (local ``text8``, hub ``afmck/text8``), enwik8 (local ``enwik8`` bytes, hub
-``LTCB/enwik8``), each with the standard 90M/5M/5M split when it comes as one
-file, and plain ``{train,valid,test}.txt`` files of your own (``dataset: text``).
-Hub and local inputs go through the same processing (:func:`corpus_texts` →
+``LTCB/enwik8`` config ``enwik8-raw``), each with the standard 90M/5M/5M split when it
+comes as one file, and plain ``{train,valid,test}.txt`` files of your own (``dataset: text``).
+Hub ids are read from their Parquet export (:mod:`lit_rnncells.data.hub`). Hub and local
+inputs go through the same processing (:func:`corpus_texts` →
 :func:`lit_rnncells.data.text.build_corpus`), cached on disk keyed by the inputs.
 
 Batching (Zaremba et al. 2014; Merity et al. 2018): the training split is cut into
@@ -39,7 +40,7 @@ LOCAL_FILES = {"ptb_char": {s: f"ptb.char.{s}.txt" for s in SPLITS}, "ptb_word":
                "text": {s: f"{s}.txt" for s in SPLITS}, "text8": {"all": "text8"}, "enwik8": {"all": "enwik8"}}
 ENV_FOLDERS = {"ptb_char": "ptb", "ptb_word": "ptb", "text8": "text8", "enwik8": "enwik8"}
 STANDARD_SPLIT = (90_000_000, 5_000_000, 5_000_000)
-CACHE_VERSION = 1
+CACHE_VERSION = 2  # 2: hub corpora read from the Parquet export (enwik8 from its raw bytes)
 
 
 def default_data_dir(dataset: str) -> Optional[str]:
@@ -231,7 +232,7 @@ class LanguageModelDataModule(LightningDataModule):
         dataset: ``ptb_char``, ``ptb_word``, ``text8``, ``enwik8`` or ``text`` (your own
             ``train.txt``/``valid.txt``/``test.txt``; pick ``level``).
         data_dir: local folder (or the ``text8``/``enwik8`` file) in the official format, or a
-            hub id. Default: ``$LIT_RNNCELLS_DATA/ptb`` (``text8``, ``enwik8``) when that folder
+            hub id (``owner/name``, or ``owner/name@commit`` to pin the export's revision). Default: ``$LIT_RNNCELLS_DATA/ptb`` (``text8``, ``enwik8``) when that folder
             exists, else the hub id (jsonargparse does not expand environment variables in configs).
         level: ``char`` or ``word`` for ``dataset: text`` (others are fixed: PTB word is word level).
         batch_size: training streams per device; eval_batch_size: evaluation streams per device.
