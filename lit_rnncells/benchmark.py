@@ -11,7 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Callable, Dict, List, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
 from torch.utils.flop_counter import FlopCounterMode
@@ -33,6 +33,22 @@ def input_macs(cell: RecurrentCell) -> int:
     with torch.no_grad(), FlopCounterMode(display=False) as counter:
         cell.project_input(torch.zeros(1, cell.input_size))
     return counter.get_total_flops() // 2
+
+
+ANCHORS_ENV = "LIT_RNNCELLS_ANCHORS"
+"""The folder holding the plain-PyTorch reference programs the side-by-side benchmarks run (not shipped)."""
+
+
+def reference_program(name: str, given: Optional[Path] = None) -> Path:
+    """The reference program ``name`` to run side by side: ``given`` (a script's ``--reference`` option), or
+    ``$LIT_RNNCELLS_ANCHORS/<name>``. Exits with one line naming both ways when neither is a file."""
+    folder = os.environ.get(ANCHORS_ENV)
+    path = given if given is not None else (Path(folder) / name if folder else None)
+    if path is None or not path.is_file():
+        where = f"{path} does not exist" if path is not None else f"no reference program {name} was given"
+        raise SystemExit(f"error: {where}; pass --reference <{name}> or set {ANCHORS_ENV} to the folder holding it "
+                         "(the reference programs are not shipped with lit_rnncells).")
+    return path
 
 
 GLIBC_KEEP_FREED = "glibc.malloc.mmap_threshold=1073741824:glibc.malloc.trim_threshold=1073741824"
@@ -100,7 +116,7 @@ def round_robin(jobs: Dict[str, Callable[[], None]], repeats: int, warmup: int =
 
 
 def run_reference(script: Path, args: Sequence[str], system_malloc: bool) -> Tuple[str, Dict[str, str]]:
-    """Run a plain-PyTorch reference program (``../shared/anchors``) under the allocator setting our side
+    """Run a plain-PyTorch reference program (see :func:`reference_program`) under the allocator setting our side
     uses (:data:`GLIBC_KEEP_FREED` unless ``system_malloc``); echo its output and return it with the
     ``key=value`` fields of its last line starting with ``ANCHOR``. One clear error if it fails."""
     command = [sys.executable, str(script), *args]

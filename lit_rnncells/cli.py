@@ -23,6 +23,8 @@ from .callbacks import FiniteGuard, InterruptCheckpoint, PredictionWriter, Train
 from .data.checkpoint_state import read_checkpoint
 from .errors import user_message
 from .quiet import quiet_known_noise
+from .start_checks import check_accelerator, report_start
+from . import run_folder as _run_folder
 from .tasks.base import RecurrentTask
 
 # Sizes that come from the data flow into the model when the model has a parameter of that name.
@@ -50,11 +52,14 @@ def run_directory(trainer: Trainer) -> Path:
 
 
 class LoggerConfigCallback(SaveConfigCallback):
-    """Saves the full config of a fit into that run's own folder, beside its checkpoints (``config.yaml``, or
-    ``config-v1.yaml`` when a resumed run shares the folder: nothing of an earlier run is overwritten), and
-    into the logger (the W&B run config). ``test`` / ``validate`` / ``predict`` write no files."""
+    """Saves the full config of a fit into its run folder (``config.yaml``; ``config-resume-N.yaml`` for the N-th
+    resume into the same folder: nothing of an earlier fit is overwritten), and into the logger (the W&B run
+    config). ``test`` / ``validate`` / ``predict`` write no files. ``folder`` and ``filename`` are set by the
+    command line (:mod:`lit_rnncells.run_folder`); without them the config goes beside the checkpoints."""
 
     saved_to: Optional[Path] = None
+    folder: Optional[Path] = None
+    filename: Optional[str] = None
 
     def setup(self, trainer: Trainer, pl_module: LightningModule, stage: str) -> None:
         if stage == "fit" and trainer.is_global_zero:
@@ -68,10 +73,10 @@ class LoggerConfigCallback(SaveConfigCallback):
         """Checkpoint folders are resolved by now (ModelCheckpoint.setup ran)."""
         if self.saved_to is not None:
             return
-        folder = run_directory(trainer)  # on every rank: without checkpointing, trainer.log_dir broadcasts
+        folder = self.folder or run_directory(trainer)  # on every rank: trainer.log_dir may broadcast
         if trainer.is_global_zero:
             folder.mkdir(parents=True, exist_ok=True)
-            self.saved_to = unused_path(folder / self.config_filename)
+            self.saved_to = unused_path(folder / (self.filename or self.config_filename))
             self.parser.save(self.config, str(self.saved_to), skip_none=False, multifile=False)
 
 
@@ -89,6 +94,10 @@ class LitRNNCellsCLI(LightningCLI):
                                  "(default: standard output).")
         parser.add_argument("--untrained", type=bool, default=False,
                             help="predict: allow predicting with an untrained model (no --ckpt_path).")
+        parser.add_argument("--run_dir", type=Optional[str], default=None,
+                            help="fit: the run's folder (config, checkpoints, logs). Default: a new "
+                                 "<trainer.default_root_dir or runs>/<YYYYmmdd-HHMMSS>; resuming from a checkpoint "
+                                 "in a run folder writes into that folder. See docs/runs.md.")
         for name in DATA_TO_MODEL_LINKS:
             parser.link_arguments(f"data.{name}", f"model.init_args.{name}", apply_on="instantiate")
 
@@ -117,6 +126,7 @@ class LitRNNCellsCLI(LightningCLI):
         ckpt_path = config.get("ckpt_path")
         data = config.get("data")
         trainer = config.get("trainer")
+        check_accelerator(trainer)
         logger = trainer.get("logger") if trainer is not None else None
         if self.subcommand in ("test", "validate", "predict") and getattr(logger, "get", None) is not None \
                 and logger.get("class_path") == DEFAULT_LOGGER:
@@ -128,15 +138,71 @@ class LitRNNCellsCLI(LightningCLI):
         if self.subcommand == "predict" and not ckpt_path and not config.get("untrained"):
             raise ValueError("predict needs a trained model: pass --ckpt_path <checkpoint.ckpt> (fit prints where it "
                              "saved its checkpoints), or --untrained true to predict with random weights.")
+        if self.subcommand == "fit" and ckpt_path:
+            self._stop_if_finished(ckpt_path, trainer)
+        if self.subcommand == "fit" or (self.subcommand is None and config.get("run_dir")):
+            self._prepare_run_folder(config)
         if self.subcommand in ("test", "validate", "predict") and ckpt_path and data is not None:
             init_args = data.get("init_args")
             if init_args is not None and "checkpoint_path" in _init_parameters(data.get("class_path")) \
                     and init_args.get("checkpoint_path") is None:
                 init_args["checkpoint_path"] = ckpt_path
 
+    run_folder: Optional[Path] = None
+    """The fit's run folder (:mod:`lit_rnncells.run_folder`), once chosen."""
+    run_index: int = 0
+    """0 for a new run, N for the N-th resume into the same run folder."""
+
+    def _stop_if_finished(self, ckpt_path: str, trainer: Any) -> None:
+        """Resuming a run that had reached its epoch or step limit trains, tests and logs nothing: say so, and
+        how to train further, and stop (exit 0)."""
+        trainer = trainer if trainer is not None else {}
+        why = _run_folder.finished(read_checkpoint(ckpt_path), trainer.get("max_epochs"), trainer.get("max_steps"))
+        if why is not None:
+            print(f"Nothing to resume: the run of {ckpt_path} had finished ({why}, and resume with the same "
+                  "command); nothing was trained, tested or logged.", flush=True)
+            raise SystemExit(0)
+
+    def _prepare_run_folder(self, config: Any) -> None:
+        """Choose (and lock) the fit's run folder and point the Trainer's root and every logger into it. The
+        config saved in the folder is the one the user gave (a copy taken here), not these edits."""
+        import copy
+
+        trainer = config.get("trainer")
+        logger = trainer.get("logger") if trainer is not None else None
+        root = (trainer.get("default_root_dir") if trainer is not None else None) or _run_folder.given_save_dir(logger)
+        folder, _ = _run_folder.choose(config.get("run_dir"), config.get("ckpt_path"), root)
+        if os.environ.get("LOCAL_RANK", "0") == "0":
+            _run_folder.lock(folder)  # the launching process (rank 0) holds it; its DDP ranks inherit the folder
+            os.environ[_run_folder.ENV] = str(folder)
+        self.run_folder = folder
+        self.run_index = _run_folder.resume_index(folder)
+        self._user_config = copy.deepcopy(config)
+        self._user_config["run_dir"] = None  # a new fit from the saved config gets a new folder; resumes find it
+        if trainer is not None:
+            trainer["default_root_dir"] = str(folder)
+            _run_folder.point_loggers(logger, folder, self.run_index)
+
+    def _apply_run_folder(self) -> None:
+        """Checkpoints without a folder of their own go to ``<run>/checkpoints``; the config callback saves the
+        user's config as ``config.yaml`` (``config-resume-N.yaml``) in the run folder."""
+        if self.run_folder is None:
+            return
+        for callback in self.trainer.checkpoint_callbacks:
+            if getattr(callback, "dirpath", "unset") is None:
+                callback.dirpath = str(self.run_folder / _run_folder.CHECKPOINTS)
+        config_callback = self.save_config_callback_instance()
+        if config_callback is not None:
+            config_callback.folder = self.run_folder
+            config_callback.filename = _run_folder.suffixed(_run_folder.CONFIG_NAME, self.run_index)
+            config_callback.config = self._user_config
+
     def instantiate_classes(self) -> None:
         super().instantiate_classes()
+        self._apply_run_folder()
         self._check_data_against_checkpoint()
+        if self.subcommand:
+            report_start(self.model, self.trainer, self.subcommand)
         threads = threads_for(self.model)
         if threads is not None and isinstance(self.trainer.accelerator, CPUAccelerator):
             torch.set_num_threads(threads)  # small models: see cpu_defaults.py
@@ -189,12 +255,13 @@ def metrics_table(metrics: Dict[str, Any], stage: str) -> str:
 def fit_summary(trainer: Trainer, config_callback: Optional[LoggerConfigCallback]) -> str:
     """Where the run, its config and its checkpoints are, and the commands that test or resume from them."""
     config = config_callback.saved_to if config_callback is not None else None
+    folder = config_callback.folder if config_callback is not None and config_callback.folder else None
     checkpoint = trainer.checkpoint_callback
     best = getattr(checkpoint, "best_model_path", "") or ""
     last = getattr(checkpoint, "last_model_path", "") or best
     score = getattr(checkpoint, "best_model_score", None)
     monitor = getattr(checkpoint, "monitor", None)
-    lines = ["", f"Run folder: {run_directory(trainer)}"]
+    lines = ["", f"Run folder: {folder or run_directory(trainer)}"]
     if config is not None:
         lines.append(f"  config:          {config}")
     if best:
@@ -202,8 +269,8 @@ def fit_summary(trainer: Trainer, config_callback: Optional[LoggerConfigCallback
         lines.append(f"  best checkpoint: {best}{shown}")
     if last and last != best:
         lines.append(f"  last checkpoint: {last}")
-    if config is not None and best:
-        lines.append(f"Test it:   python -m lit_rnncells test --config {config} --ckpt_path {best}")
+    if config is not None and (best or last):  # no best (no validation ran yet): the last checkpoint
+        lines.append(f"Test it:   python -m lit_rnncells test --config {config} --ckpt_path {best or last}")
     if config is not None and last:
         lines.append(f"Resume it: python -m lit_rnncells fit --config {config} --ckpt_path {last}")
     return "\n".join(lines)
@@ -280,6 +347,14 @@ def main(args: Optional[List[str]] = None, run: bool = True,
          parser_kwargs: Optional[Dict[str, Any]] = None) -> LitRNNCellsCLI:
     """Build (and by default run) the command line; errors propagate as exceptions (the library API)."""
     quiet_known_noise()
+    try:
+        return _build_cli(args, run, parser_kwargs)
+    finally:
+        if run:  # the fit is over: release its run folder (run=False: the caller fits, holding it)
+            _run_folder.unlock()
+
+
+def _build_cli(args: Optional[List[str]], run: bool, parser_kwargs: Optional[Dict[str, Any]]) -> LitRNNCellsCLI:
     return LitRNNCellsCLI(
         RecurrentTask,
         LightningDataModule,
@@ -301,6 +376,7 @@ def run(args: Optional[List[str]] = None) -> int:
     shows the full traceback instead. Internal errors always show their traceback."""
     debug = os.environ.get(TRACEBACK_ENV, "") not in ("", "0")
     _callbacks.INTERRUPTED_EXIT_CODE = None
+    os.environ.pop(_run_folder.ENV, None)
     try:
         main(args, parser_kwargs=None if debug else {"exit_on_error": False})
     except SystemExit as stop:  # --help, --print_config, SIGTERM (Lightning's SIGTERMException), Ctrl-C
@@ -313,6 +389,8 @@ def run(args: Optional[List[str]] = None) -> int:
             raise
         print(f"error: {message}\n(set {TRACEBACK_ENV}=1 to see the full traceback)", file=sys.stderr)
         return 1 if isinstance(error, TrainingDiverged) else 2
+    finally:
+        _run_folder.unlock()  # and remove a run folder this call created but never wrote to
     return 0
 
 

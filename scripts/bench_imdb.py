@@ -1,10 +1,10 @@
-"""IMDB side by side: the plain-PyTorch reference (../shared/anchors/imdb_gru.py) and our DocumentClassifier.
+"""IMDB side by side: the plain-PyTorch reference (``imdb_gru.py``, given by ``--reference`` or ``$LIT_RNNCELLS_ANCHORS``) and our DocumentClassifier.
 
 One run trains the reference, then our DocumentClassifier with a GRU at the reference's settings
 (first 256 tokens, lowercased, ``<br />`` stripped, regex words, 25k-word vocabulary of the training
 reviews' kept tokens, embedding 128, hidden 256, last real state, dropout 0.5, Adam 1e-3, batch 64,
 gradient clip 5, 2,500 training reviews held out, the same number of epochs), then MGU and CARU
-(caru.md Fig. 2) at the same sizes. Both programs run with the same number of threads and the same
+(Chan et al., ICONIP 2020, Fig. 2) at the same sizes. Both programs run with the same number of threads and the same
 glibc allocator setting (``lit_rnncells.benchmark.keep_freed_memory`` here, ``GLIBC_TUNABLES`` for
 the reference's process). Prints a markdown table: test accuracy (the final model, as the reference
 reports), seconds per training epoch, training tokens/s and our/reference ratio, and the two bars
@@ -27,13 +27,13 @@ from typing import Any, Dict, List, Optional
 import torch
 from lightning.pytorch import Callback, Trainer, seed_everything
 
-from lit_rnncells.benchmark import GLIBC_KEEP_FREED, SYSTEM_MALLOC_HELP, allocator_setting, run_reference
+from lit_rnncells.benchmark import (ANCHORS_ENV, GLIBC_KEEP_FREED, SYSTEM_MALLOC_HELP, allocator_setting,
+                                    reference_program, run_reference)
 from lit_rnncells.data.sentiment import DocumentSentimentDataModule
 from lit_rnncells.tasks import DocumentClassifier
 
-ROOT = Path(__file__).resolve().parents[1]
-DATA = Path(os.environ.get("LIT_RNNCELLS_DATA", ROOT.parent / "shared" / "data"))
-ANCHOR = ROOT.parent / "shared" / "anchors" / "imdb_gru.py"
+DATA = Path(os.environ.get("LIT_RNNCELLS_DATA", "data"))
+ANCHOR = "imdb_gru.py"
 EPOCH_LINE = re.compile(r"^epoch \d+ .* sec (\d+(?:\.\d+)?) tok/s (\d+)", re.M)
 
 
@@ -91,7 +91,7 @@ class EpochTimer(Callback):
 def run_anchor(args: argparse.Namespace) -> Dict[str, Any]:
     cmd = ["--epochs", str(args.epochs), "--threads", str(args.threads), "--data", str(args.data), "--seed",
            str(args.seed)] + (["--limit", str(args.limit)] if args.limit else [])
-    stdout, fields = run_reference(ANCHOR, cmd, args.system_malloc)
+    stdout, fields = run_reference(args.reference, cmd, args.system_malloc)
     epochs = [float(m.group(1)) for m in EPOCH_LINE.finditer(stdout)]
     return {"name": "reference nn.GRU (imdb_gru.py)", "test_acc": float(fields["test_acc"]),
             "val_acc": float(fields["val_acc"]), "tok_s": float(fields["train_tok_s"]),
@@ -129,7 +129,10 @@ def main(argv: Optional[List[str]] = None) -> None:
     ap.add_argument("--cells", nargs="+", default=["GRU", "MGU", "CARU"], help="our cells; the first is compared")
     ap.add_argument("--data", type=Path, default=DATA / "imdb" / "aclImdb_v1.tar.gz")
     ap.add_argument("--system-malloc", action="store_true", help=SYSTEM_MALLOC_HELP)
+    ap.add_argument("--reference", type=Path, default=None,
+                    help=f"the plain-PyTorch reference program {ANCHOR} (default: ${ANCHORS_ENV}/{ANCHOR})")
     args = ap.parse_args(argv)
+    args.reference = reference_program(ANCHOR, args.reference)
     if not args.data.is_file():
         raise SystemExit(f"{args.data} does not exist; set LIT_RNNCELLS_DATA or pass --data aclImdb_v1.tar.gz.")
     allocator = allocator_setting(args.system_malloc)

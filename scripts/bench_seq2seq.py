@@ -1,4 +1,4 @@
-"""Multi30k De->En side by side: the plain-PyTorch reference (../shared/anchors/seq2seq_multi30k.py) and our Seq2Seq.
+"""Multi30k De->En side by side: the plain-PyTorch reference (``seq2seq_multi30k.py``, given by ``--reference`` or ``$LIT_RNNCELLS_ANCHORS``) and our Seq2Seq.
 
 One run trains the reference (as a subprocess, its ``ANCHOR`` line read back), then our ``Seq2Seq`` with a GRU at
 the reference's settings: joint byte-level BPE of 8k symbols fitted on the training split (any pair may merge,
@@ -44,16 +44,16 @@ from typing import Any, Dict, List, Optional
 import torch
 from lightning.pytorch import Callback, Trainer, seed_everything
 
-from lit_rnncells.benchmark import GLIBC_KEEP_FREED, SYSTEM_MALLOC_HELP, allocator_setting, run_reference
+from lit_rnncells.benchmark import (ANCHORS_ENV, GLIBC_KEEP_FREED, SYSTEM_MALLOC_HELP, allocator_setting,
+                                    reference_program, run_reference)
 from lit_rnncells.experiments.report import mean_std
 from lit_rnncells.data import TranslationDataModule
 from lit_rnncells.metrics import sacrebleu_corpus
 from lit_rnncells.nn.beam_search import search
 from lit_rnncells.tasks import Seq2Seq
 
-ROOT = Path(__file__).resolve().parents[1]
-DATA = Path(os.environ.get("LIT_RNNCELLS_DATA", ROOT.parent / "shared" / "data"))
-ANCHOR = ROOT.parent / "shared" / "anchors" / "seq2seq_multi30k.py"
+DATA = Path(os.environ.get("LIT_RNNCELLS_DATA", "data"))
+ANCHOR = "seq2seq_multi30k.py"
 DECODE_LINE = re.compile(r"decode sent/s (\d+(?:\.\d+)?)")
 EPOCH_LINE = re.compile(r"^epoch \d+ .* sec (\d+(?:\.\d+)?) tok/s", re.M)
 
@@ -82,7 +82,7 @@ def run_anchor(args: argparse.Namespace, seed: int) -> Dict[str, Any]:
     cmd = ["--data", str(args.data) + "/", "--epochs", str(args.epochs), "--threads", str(args.threads), "--seed",
            str(seed), "--emb", str(args.emb), "--hid", str(args.hid), "--batch", "128", "--vocab",
            str(args.vocab), "--cap_min", "1e9"] + (["--limit", str(args.limit)] if args.limit else [])
-    stdout, fields = run_reference(ANCHOR, cmd, args.system_malloc)
+    stdout, fields = run_reference(args.reference, cmd, args.system_malloc)
     decode = DECODE_LINE.search(stdout)
     epochs = [float(m.group(1)) for m in EPOCH_LINE.finditer(stdout)]
     print(f"reference seed {seed}: test BLEU greedy {fields['test_bleu']} val_loss {fields['val_loss']} "
@@ -271,7 +271,11 @@ def main(argv: Optional[List[str]] = None) -> None:
                     help="no training: measure the decoding speed of a checkpoint saved with --save-model")
     ap.add_argument("--data", type=Path, default=DATA / "multi30k")
     ap.add_argument("--system-malloc", action="store_true", help=SYSTEM_MALLOC_HELP)
+    ap.add_argument("--reference", type=Path, default=None,
+                    help=f"the plain-PyTorch reference program {ANCHOR} (default: ${ANCHORS_ENV}/{ANCHOR})")
     args = ap.parse_args(argv)
+    if not args.skip_reference and args.decode_from is None:
+        args.reference = reference_program(ANCHOR, args.reference)
     if not (args.data / "train.de").is_file():
         raise SystemExit(f"{args.data} has no train.de; set LIT_RNNCELLS_DATA or pass --data <multi30k folder>.")
     if args.decode_from is not None and not args.decode_from.is_file():

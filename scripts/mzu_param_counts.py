@@ -1,4 +1,4 @@
-"""Parameter counts of the MZU+DT character language models in the paper's PTB setting (mzu.md Table 1).
+"""Parameter counts of the MZU+DT character language models in the paper's PTB setting (Meng et al., AAAI 2020, Table 1).
 
 Setting: vocabulary 50 (PTB characters incl. line end), embedding 50 × 256,
 one recurrent layer of hidden 800 with filter size 1000, 4 zones, transition

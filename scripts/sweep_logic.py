@@ -1,4 +1,4 @@
-"""Reproduce mufuru.md Figure 1a: test accuracy on long formulas by hidden size, GRU vs MuFuRU.
+"""Reproduce Weissenborn & Rocktäschel, arXiv:1606.03002, Figure 1a: test accuracy on long formulas by hidden size, GRU vs MuFuRU.
 
 A thin use of the comparison runner (:mod:`lit_rnncells.experiments.compare`, docs/compare.md): trains LogicEvaluator
 as configs/logic/gru.yaml (embedding 32, Adam lr 1e-3 with betas (0, 0.999), gradient clip 5, batch 32;

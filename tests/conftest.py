@@ -26,3 +26,13 @@ def data_dir() -> Path:
     if path is None or not path.is_dir():
         pytest.skip("real data not available: set LIT_RNNCELLS_DATA to the datasets folder (see README)")
     return path
+
+
+@pytest.fixture
+def reference_programs() -> Path:
+    """The folder of plain-PyTorch reference programs the side-by-side benchmarks run (not shipped with the
+    package); skips (with the reason) when LIT_RNNCELLS_ANCHORS is unset or not a folder."""
+    value = os.environ.get("LIT_RNNCELLS_ANCHORS")
+    if not value or not Path(value).is_dir():
+        pytest.skip("reference programs not available: set LIT_RNNCELLS_ANCHORS to their folder")
+    return Path(value)

@@ -138,6 +138,8 @@ CLI_PROBES = {
                                ["no option 'hiden_size'", "Did you mean 'hidden_size'?"]),
     "misspelt data option": (["--data.init_args.train_sise", "3"], ["no option 'train_sise'", "'train_size'"]),
     "unknown cell": (["--model.init_args.cell", "GRUU"], ["Unknown cell 'GRUU'", "Did you mean 'GRU'?"]),
+    "own cell by its bare name": (["--model.init_args.cell", "MyOwnCell"],
+                                  ["Unknown cell 'MyOwnCell'", "import path, e.g. mycells.minimal.MyOwnCell"]),
     "zero hidden size": (["--model.init_args.hidden_size", "0"], ["hidden_size must be a positive integer"]),
     "negative layers": (["--model.init_args.num_layers", "-1"], ["num_layers must be a positive integer"]),
     "value of the wrong type": (["--trainer.max_epochs", "abc"], ['"trainer.max_epochs" expects int']),
@@ -389,6 +391,18 @@ def test_an_empty_split(workdir, capsys):
 def test_a_missing_imdb_archive(workdir, capsys):
     expect_error(capsys, workdir, ["fit", "--config", IMDB, *QUIET, "--data.init_args.data_dir",
                                    str(workdir / "no_imdb")], "no_imdb")
+
+
+# --- issue 19: start checks, divergence, inputs, output paths ------------------------------------------------
+def test_a_gpu_trainer_config_on_a_machine_without_a_gpu(workdir, capsys, monkeypatch):
+    import torch
+
+    from lit_rnncells import start_checks
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(start_checks, "_mps_available", lambda: False)
+    expect_error(capsys, workdir, ["fit", "--config", LOGIC, "--config", str(CONFIGS / "trainer" / "multi_gpu.yaml"),
+                                   *TINY_LOGIC, *QUIET], "asks for accelerator 'gpu'", "--trainer.accelerator cpu",
+                 code=2)
 
 
 def test_the_catalogue_is_large_enough():

@@ -212,13 +212,23 @@ def run_script(tmp_path: Path, cache: str, *args: str) -> str:
 
 
 @pytest.mark.slow
-def test_bench_imdb_runs_reference_and_ours_side_by_side(tmp_path, cache, data_dir):
+def test_bench_imdb_runs_reference_and_ours_side_by_side(tmp_path, cache, data_dir, reference_programs):
     out = run_script(tmp_path, cache, str(ROOT / "scripts" / "bench_imdb.py"), "--limit", "200", "--epochs", "1",
-                     "--cells", "GRU", "CARU")
+                     "--cells", "GRU", "CARU", "--reference", str(reference_programs / "imdb_gru.py"))
     assert "ANCHOR imdb_gru epochs=1" in out
     assert "| reference nn.GRU (imdb_gru.py) |" in out and "| ours DocumentClassifier CARU |" in out
     assert "2 threads for both; allocator: malloc keeps freed memory for both" in out
     assert "Bar 1 (our GRU within 1 point" in out and "Bar 2 (tokens/s ratio >= 0.9)" in out
+
+
+def test_bench_imdb_without_the_reference_program_says_how_to_give_it(tmp_path):
+    env = {k: v for k, v in child_env().items() if k != "LIT_RNNCELLS_ANCHORS"}
+    result = subprocess.run([sys.executable, str(ROOT / "scripts" / "bench_imdb.py"), "--limit", "10"], cwd=tmp_path,
+                            env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode != 0
+    assert result.stderr.strip().splitlines()[-1].startswith("error: no reference program imdb_gru.py was given; "
+                                                             "pass --reference <imdb_gru.py> or set LIT_RNNCELLS_ANCHORS")
+    assert "Traceback" not in result.stderr
 
 
 @pytest.mark.slow

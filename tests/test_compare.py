@@ -113,3 +113,16 @@ def test_budget_and_grid_syntax():
                     ("data.init_args.train_size", ["100", "300"])]
     assert cmp.check_cell("MultiChannel(cell=GRU,block_size=3)") == {
         "class_path": "MultiChannel", "init_args": {"cell": "GRU", "block_size": 3}}
+
+
+def test_a_steps_budget_shorter_than_an_epoch_still_validates_and_keeps_a_best_checkpoint(tmp_path):
+    """320 formulas at batch 32 are 10 steps an epoch; a budget of 3 steps validates at step 3."""
+    log = io.StringIO()
+    rows = cmp.compare(CONFIG, ["GRU"], seeds=[1], budget="steps=3", out=tmp_path, hidden_size=4,
+                       extra=TINY + ["--data.init_args.train_size", "320"], env=ENV, log=log)
+    assert len(rows) == 1, log.getvalue()
+    result = json.loads((tmp_path / rows[0]["run_id"] / "result.json").read_text())
+    assert result["steps"] == 3 and result["checkpoint"]
+    curves = json.loads((tmp_path / rows[0]["run_id"] / "curves.json").read_text())
+    assert [p["step"] for p in curves["validation"]] == [3]
+    assert "validating at step 3 instead" in (tmp_path / rows[0]["run_id"] / "log.txt").read_text()

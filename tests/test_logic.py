@@ -1,4 +1,4 @@
-"""Logic-evaluation data (mufuru.md §4.1) and the LogicEvaluator task."""
+"""Logic-evaluation data (Weissenborn & Rocktäschel, arXiv:1606.03002, §4.1) and the LogicEvaluator task."""
 from __future__ import annotations
 
 import itertools

@@ -1,4 +1,4 @@
-"""MC-RNN (mc-rnn.md eq. 1–6): the fast MultiChannel cell against the literal reference, and its wiring."""
+"""MC-RNN (Xu et al., AAAI 2019, eq. 1–6): the fast MultiChannel cell against the literal reference, and its wiring."""
 from __future__ import annotations
 
 from functools import partial

@@ -1,4 +1,4 @@
-"""MZU (mzu.md): each composition against a slow, literal implementation of its equations,
+"""MZU (Meng et al., AAAI 2020): each composition against a slow, literal implementation of its equations,
 numerical safety, deep transition, parameter sharing, the disagreement loss, and GRU+DT."""
 from __future__ import annotations
 

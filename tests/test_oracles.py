@@ -61,7 +61,7 @@ def test_matches_torch_packed_variable_lengths(kind, num_layers, bidirectional):
 
 
 def test_mufuru_keep_replace_is_a_gru_with_softmax_update_gate():
-    """mufuru.md eq. 1 (GRU, reset applied before the state map) equals MuFuRU with ops (keep, replace):
+    """Weissenborn & Rocktäschel, arXiv:1606.03002, eq. 1 (GRU, reset applied before the state map) equals MuFuRU with ops (keep, replace):
     the 2-way softmax gives p_keep = σ(a_keep − a_replace), the GRU's update gate u."""
     torch.manual_seed(1)
     i, h = 4, 5

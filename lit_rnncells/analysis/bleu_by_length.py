@@ -1,4 +1,4 @@
-"""MC-RNN Fig. 4 (Xu et al., mc-rnn.md §5.5): corpus BLEU by source-sentence length, checkpoints side by side.
+"""MC-RNN Fig. 4 (Xu et al., AAAI 2019 §5.5): corpus BLEU by source-sentence length, checkpoints side by side.
 
 ``python -m lit_rnncells.analysis bleu-by-length --ckpt_path base.ckpt mcrnn.ckpt --split test
 --buckets 10,20,30,40 [--beam_size 5] [--limit N] [--data_dir DIR] --output b.png``

@@ -1,4 +1,4 @@
-"""MC-RNN Fig. 3 (Xu et al., mc-rnn.md §5.4): the attention α over channels for every token of a sentence.
+"""MC-RNN Fig. 3 (Xu et al., AAAI 2019 §5.4): the attention α over channels for every token of a sentence.
 
 ``python -m lit_rnncells.analysis channel-attention --ckpt_path run.ckpt --text "the stock market ..."
 [--layer 0] [--direction 0] --output c.png`` reads α^k_t (eq. 5: softmax over the channels k = 1 … n − 1

@@ -1,4 +1,4 @@
-"""MZU Fig. 2 (mzu.md, "About Length"): BPC by sentence-length bucket, several checkpoints side by side.
+"""MZU Fig. 2 (Meng et al., AAAI 2020, "About Length"): BPC by sentence-length bucket, several checkpoints side by side.
 
 ``python -m lit_rnncells.analysis bpc-by-length --ckpt_path a.ckpt b.ckpt [--split test] --output f.png``
 

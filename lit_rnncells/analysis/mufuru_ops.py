@@ -1,4 +1,4 @@
-"""MuFuRU Fig. 1b (mufuru.md §4.1): the average weight of each composition op for each input symbol.
+"""MuFuRU Fig. 1b (Weissenborn & Rocktäschel, arXiv:1606.03002, §4.1): the average weight of each composition op for each input symbol.
 
 ``python -m lit_rnncells.analysis mufuru-ops --ckpt_path logic.ckpt [--split test] --output ops.png``
 regenerates the split's formulas from the checkpoint's ``LogicDataModule`` hyperparameters (same seed, same

@@ -1,4 +1,4 @@
-"""MZU Fig. 3 (mzu.md, "Visualization Analysis"): the relevance map between the characters of a sentence.
+"""MZU Fig. 3 (Meng et al., AAAI 2020, "Visualization Analysis"): the relevance map between the characters of a sentence.
 
 ``python -m lit_rnncells.analysis relevance-map --ckpt_path mzu.ckpt --text "the cat sat" --output r.png``
 

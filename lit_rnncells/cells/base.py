@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from contextlib import contextmanager
-from typing import Callable, Iterator, Optional, Sequence, Tuple, Union
+from typing import Callable, Iterator, List, Optional, Sequence, Tuple, Union
 
 import torch
 from torch import Tensor, nn
@@ -85,10 +85,15 @@ class RecurrentCell(nn.Module):
         return None
 
     @contextmanager
-    def stepping(self, x_proj: Tensor) -> Iterator[Tensor]:
+    def stepping(self, x_proj: Tensor, seen: Optional[List[State]] = None) -> Iterator[Tensor]:
         """The layer's time loop runs inside this block: it steps once over each ``x_proj[t]`` of
         the yielded time-major ``(T, B, P)`` tensor, in order, feeding each step the state the
         previous one returned (masked). The default yields ``x_proj`` and does nothing else.
+
+        ``seen``, when given, is the list the caller appends each step's input state to, before
+        the step (the layer does): a cell that needs the states after the loop reads them there
+        instead of recording them inside :meth:`step`, which keeps the step free of side effects
+        (so it compiles to one graph).
 
         A cell may use the guarantee to take work out of the loop (MuFuRU computes its state
         map's weight gradient for all steps in one matmul). :meth:`step` called outside such a

@@ -1,4 +1,4 @@
-"""CARU, the content-adaptive recurrent unit (Chan et al., caru.md eq. 4a–4e)."""
+"""CARU, the content-adaptive recurrent unit (Chan et al., ICONIP 2020 eq. 4a–4e)."""
 from __future__ import annotations
 
 import torch
@@ -11,7 +11,7 @@ from .registry import register_cell
 
 @register_cell()
 class CARU(AffineCell):
-    """Content-adaptive recurrent unit, caru.md equations 4a–4e:
+    """Content-adaptive recurrent unit, Chan et al., ICONIP 2020, equations 4a–4e:
 
         x' = W_vn v + b_vn                              (4a)
         n  = tanh(W_hn h + b_hn + x')                   (4b)

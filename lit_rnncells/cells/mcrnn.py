@@ -1,4 +1,4 @@
-"""MC-RNN: the multi-channel, multi-block wrapper around any cell (Xu et al., mc-rnn.md eq. 1–6).
+"""MC-RNN: the multi-channel, multi-block wrapper around any cell (Xu et al., AAAI 2019 eq. 1–6).
 
 ``MultiChannel(input_size, hidden_size, *, cell, block_size)`` is itself a
 :class:`RecurrentCell`, so it drops into ``Recurrent`` and every task by config::
@@ -79,7 +79,7 @@ The output h_t (eq. 4) is computed from ``R_1`` and V_x x_t by ``output`` / ``ou
 
 @register_cell()
 class MultiChannel(RecurrentCell):
-    """MC-RNN around any cell ``f`` (mc-rnn.md eq. 1–6), block size n, n − 1 channels:
+    """MC-RNN around any cell ``f`` (Xu et al., AAAI 2019, eq. 1–6), block size n, n − 1 channels:
 
         m^k_t = ((t − k − 1) mod (n − 1)) + 1                      (1)
         s^k_{t−1} = (1/m^k_t) Σ_{j=1..m^k_t} W_j h^k_{t−j}          (2)

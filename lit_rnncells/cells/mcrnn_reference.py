@@ -1,4 +1,4 @@
-"""The literal, slow reference of MC-RNN (mc-rnn.md eq. 1–6), for tests and benchmarks only.
+"""The literal, slow reference of MC-RNN (Xu et al., AAAI 2019, eq. 1–6), for tests and benchmarks only.
 
 One channel at a time, Python loops over steps, channels and block
 predecessors, the in-degree computed by eq. 1 at every node, the attention

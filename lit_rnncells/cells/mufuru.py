@@ -1,4 +1,4 @@
-"""MuFuRU, the multi-function recurrent unit (Weissenborn & Rocktäschel, mufuru.md eq. 2–4)."""
+"""MuFuRU, the multi-function recurrent unit (Weissenborn & Rocktäschel, arXiv:1606.03002 eq. 2–4)."""
 from __future__ import annotations
 
 import math
@@ -66,7 +66,7 @@ PAPER_OPS = ("keep", "replace", "max", "min", "mul", "diff", "forget")
 
 @register_cell()
 class MuFuRU(RecurrentCell):
-    """Multi-function recurrent unit, mufuru.md equations 2–4:
+    """Multi-function recurrent unit, Weissenborn & Rocktäschel, arXiv:1606.03002, equations 2–4:
 
         r   = σ(W_r [x, s] + b_r)                                (4)
         v   = tanh(W_v [x, r ⊙ s] + b_v)                         (4)
@@ -112,7 +112,8 @@ class MuFuRU(RecurrentCell):
         self.weight_hs = nn.Parameter(torch.empty((1 + n_ops) * h, h))
         self.weight_hv = nn.Parameter(torch.empty(h, h))
         self._op_fns = [_OPS[o] for o in ops]
-        self._loop_states: Optional[List[Tensor]] = None  # the states the steps saw, inside stepping()
+        self._deferring = False  # inside stepping(): weight_hs's gradient is left to _StateMapGradient
+        self._loop_states: Optional[List[Tensor]] = None  # the states the steps saw, if step records them
         self._op_weight_log: Optional[List[Tensor]] = None  # p of each step, inside recording_op_weights()
         if all(o in _BASIS_COEFFICIENTS for o in ops):
             coefficients = torch.tensor([_BASIS_COEFFICIENTS[o] for o in ops])  # (l, 4)
@@ -134,23 +135,27 @@ class MuFuRU(RecurrentCell):
         return F.linear(x, self.weight_ih, self.bias)
 
     @contextmanager
-    def stepping(self, x_proj: Tensor) -> Iterator[Tensor]:
+    def stepping(self, x_proj: Tensor, seen: Optional[List[State]] = None) -> Iterator[Tensor]:
         """While training, the steps inside leave ``weight_hs``'s gradient to one matmul after
-        the loop's backward (:class:`_StateMapGradient`)."""
+        the loop's backward (:class:`_StateMapGradient`), from the states the steps were fed:
+        ``seen`` when the layer keeps them, else the steps record them themselves."""
         if not (torch.is_grad_enabled() and self.weight_hs.requires_grad):
             yield x_proj
             return
-        states: List[Tensor] = []
-        previous, self._loop_states = self._loop_states, states
+        own = seen is None
+        states: List[Tensor] = [] if own else seen  # type: ignore[assignment]
+        previous = self._loop_states, self._deferring
+        self._loop_states, self._deferring = (states if own else None), True
         try:
             yield _StateMapGradient.apply(x_proj, self.weight_hs, states, self.hidden_size)
         finally:
-            self._loop_states = previous
+            self._loop_states, self._deferring = previous
 
     def step(self, x_proj_t: Tensor, state: Tensor) -> Tensor:
         h = self.hidden_size
-        if self._loop_states is not None:  # inside stepping(): weight_hs's gradient comes after the loop
-            self._loop_states.append(state)
+        if self._deferring:  # inside stepping(): weight_hs's gradient comes after the loop
+            if self._loop_states is not None:  # only when the caller of stepping() keeps no states
+                self._loop_states.append(state)
             hs = state.matmul(self.weight_hs.detach().t())
         else:
             hs = state.matmul(self.weight_hs.t())
@@ -197,7 +202,7 @@ class MuFuRU(RecurrentCell):
 
 def composition_weights(module: nn.Module, x: Tensor, state: Optional[State] = None,
                         lengths: Optional[Tensor] = None, *, layer: int = 0, direction: int = 0) -> Tensor:
-    """The op weights p (mufuru.md eq. 3) of every step: ``(B, T, l, H)``, ops in ``cell.ops`` order.
+    """The op weights p (Weissenborn & Rocktäschel, arXiv:1606.03002, eq. 3) of every step: ``(B, T, l, H)``, ops in ``cell.ops`` order.
 
     ``module`` is a :class:`MuFuRU` cell (``x`` is then ``(B, T, input_size)``) or a ``Recurrent``
     layer around one (``x`` as its ``forward`` takes it; ``layer`` and ``direction`` pick the cell).

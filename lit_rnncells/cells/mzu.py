@@ -1,4 +1,4 @@
-"""MZU, the multi-zone unit (Meng et al., mzu.md), with deep transition; and the GRU+DT baseline.
+"""MZU, the multi-zone unit (Meng et al., AAAI 2020), with deep transition; and the GRU+DT baseline.
 
     h' = (1 − g) ⊙ h + g ⊙ h~,  h~ = tanh(M_h(x, h)),  g = σ(M_g(x, h))       eq. 1–3
 
@@ -74,7 +74,7 @@ class MZUBlock(nn.Module):
 
 
 class MZU(RecurrentCell):
-    """Multi-zone unit with deep transition (mzu.md eq. 1–4, 15–19); subclasses pick the composition.
+    """Multi-zone unit with deep transition (Meng et al., AAAI 2020, eq. 1–4, 15–19); subclasses pick the composition.
 
     Per step and depth ``l = 0 … L`` (``L = transition_depth``; depth 0 sees ``x``,
     the t-MZU depths ``x = 0``, eq. 15–17)::
@@ -211,7 +211,7 @@ class MZU(RecurrentCell):
 def candidate_activations(module: nn.Module, x: Tensor, state: Optional[State] = None,
                           lengths: Optional[Tensor] = None, *, layer: int = 0, direction: int = 0
                           ) -> Tuple[Tensor, Tensor]:
-    """The candidate activations h~ (mzu.md eq. 2) and hidden states of every step:
+    """The candidate activations h~ (Meng et al., AAAI 2020, eq. 2) and hidden states of every step:
     ``(B, T, L + 1, d_h)`` (depth 0 is the MZU cell, 1 … L its transition depths) and ``(B, T, d_h)``.
 
     ``module`` is an :class:`MZU` cell (``x`` is then ``(B, T, input_size)``) or a ``Recurrent``

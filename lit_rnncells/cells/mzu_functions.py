@@ -1,4 +1,4 @@
-"""The multi-zone transformation function (M-function) of MZU (Meng et al., mzu.md eq. 4–14).
+"""The multi-zone transformation function (M-function) of MZU (Meng et al., AAAI 2020 eq. 4–14).
 
 An M-function maps ``[x, h]`` to ``d_h`` in three parts:
 

@@ -56,7 +56,9 @@ def get_cell(name: str) -> Type[RecurrentCell]:
         by_key = {_key(k): k for k in known}
         close = difflib.get_close_matches(_key(name), list(by_key), n=1, cutoff=0.6)
         hint = f" Did you mean {by_key[close[0]]!r}?" if close else ""
-        raise UnknownCellError(f"Unknown cell {name!r}.{hint} Known cells: {', '.join(known)}.") from None
+        raise UnknownCellError(f"Unknown cell {name!r}.{hint} Known cells: {', '.join(known)}; a cell of your own "
+                               f"module is named by its import path, e.g. mycells.minimal.{name} (the command line "
+                               "imports that module, which registers the cell).") from None
 
 
 def build_cell(name: str, input_size: int, hidden_size: int, **options: Any) -> RecurrentCell:

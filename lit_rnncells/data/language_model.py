@@ -29,6 +29,7 @@ from torch.utils.data import DataLoader, IterableDataset
 
 from . import hub
 from .batching import batch_loader
+from .check import SplitCheckMixin
 from .text import (Vocabulary, VocabularyMismatchError, build_corpus, cached, default_cache_dir, file_fingerprint,
                    is_hub_id, local_or_hub)
 
@@ -225,7 +226,7 @@ class EvalStreams(IterableDataset):
                    "lengths": (self.sizes - offset).clamp(0, size), "window": i}
 
 
-class LanguageModelDataModule(LightningDataModule):
+class LanguageModelDataModule(SplitCheckMixin, LightningDataModule):
     """A language-modelling corpus for truncated BPTT, from a local folder or the hub.
 
     Args:
@@ -273,7 +274,7 @@ class LanguageModelDataModule(LightningDataModule):
         self.batch_size, self.eval_batch_size, self.bptt = batch_size, eval_batch_size, bptt
         self.variable_bptt, self.min_bptt, self.seed = variable_bptt, min_bptt, seed
         self.prompts, self.predict_length, self.temperature = list(prompts), predict_length, temperature
-        cache = default_cache_dir() if cache_dir is None else (Path(cache_dir) if cache_dir else None)
+        self.cache = cache = default_cache_dir() if cache_dir is None else (Path(cache_dir) if cache_dir else None)
         load, source = corpus_texts(dataset, self.data_dir, tuple(split_sizes))
         space = "_" if dataset == "ptb_char" else " "
         key = {"name": dataset, "version": CACHE_VERSION, "level": self.level, "split_sizes": list(split_sizes),
@@ -288,6 +289,9 @@ class LanguageModelDataModule(LightningDataModule):
     @property
     def vocab_size(self) -> int:
         return len(self.vocab)
+
+    def setup(self, stage: str) -> None:
+        self.check_splits(stage)
 
     def _rank_world(self) -> Tuple[int, int]:
         trainer = getattr(self, "trainer", None)

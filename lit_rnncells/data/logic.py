@@ -1,4 +1,4 @@
-"""Propositional-logic formulas (mufuru.md §4.1): seeded generation and a DataModule.
+"""Propositional-logic formulas (Weissenborn & Rocktäschel, arXiv:1606.03002, §4.1): seeded generation and a DataModule.
 
 A formula with k gates is the token sequence ``v0 v1 g1 v2 g2 … vk gk`` and
 means ``((v0 g1 v1) g2 v2) …``; values are 0/1, gates are the 10 two-input
@@ -100,7 +100,7 @@ def collate(items: Sequence[Tuple[Tensor, int]]) -> Dict[str, Tensor]:
 
 
 class LogicDataModule(ResumableBatchesMixin, LightningDataModule):
-    """Seeded propositional-logic splits (mufuru.md §4.1): train on short formulas, test on long.
+    """Seeded propositional-logic splits (Weissenborn & Rocktäschel, arXiv:1606.03002, §4.1): train on short formulas, test on long.
 
     Args:
         train_size, val_size, test_size: formulas per split (paper: 1,000 train, 1,000 test).

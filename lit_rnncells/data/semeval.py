@@ -6,7 +6,7 @@ polarity= from= to=/>``. Sentences without aspect terms are read and yield no ex
 ``from``/``to`` offsets are checked against the text and a mismatch only warns (with the count),
 because the classifier reads the term's words, not its position.
 
-The hard subset (HDS; Xue and Li 2018, mzu.md §ABSA) keeps only sentences with at least two aspect
+The hard subset (HDS; Xue and Li 2018, Meng et al., AAAI 2020, §ABSA) keeps only sentences with at least two aspect
 terms of different polarity, one example per aspect term.
 """
 from __future__ import annotations

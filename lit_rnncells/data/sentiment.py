@@ -37,7 +37,7 @@ __all__ = ["AspectSentimentDataModule", "DocumentSentimentDataModule", "PAD", "T
 
 
 class AspectSentimentDataModule(SentimentDataModule):
-    """SemEval-2014 Task 4 aspect terms (mzu.md §ABSA, Table 6): one example per (sentence, aspect term).
+    """SemEval-2014 Task 4 aspect terms (Meng et al., AAAI 2020, §ABSA, Table 6): one example per (sentence, aspect term).
 
     Args:
         domain: ``restaurants`` or ``laptops``.
@@ -147,7 +147,8 @@ class AspectSentimentDataModule(SentimentDataModule):
 
 
 class DocumentSentimentDataModule(SentimentDataModule):
-    """Document sentiment: IMDB (caru.md §3.1) or the Stanford Sentiment Treebank (mufuru.md §4.3).
+    """Document sentiment: IMDB (Chan et al., ICONIP 2020, §3.1) or the Stanford Sentiment Treebank
+    (Weissenborn & Rocktäschel, arXiv:1606.03002, §4.3).
 
     Args:
         dataset: ``imdb`` or ``sst``.

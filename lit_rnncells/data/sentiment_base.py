@@ -16,6 +16,7 @@ from torch.utils.data import DataLoader
 
 from ..cells.base import check_positive
 from .batching import BucketedBatches, ResumableBatchesMixin, batch_loader
+from .check import SplitCheckMixin
 from .checkpoint_state import datamodule_state
 from .language_model import check_vocabulary
 from .text import UNK, Vocabulary, cached, default_cache_dir, local_or_hub
@@ -87,7 +88,7 @@ def read_lines(path: str) -> List[str]:
     return file.read_text(encoding="utf-8").splitlines()
 
 
-class SentimentDataModule(ResumableBatchesMixin, LightningDataModule):
+class SentimentDataModule(SplitCheckMixin, ResumableBatchesMixin, LightningDataModule):
     """What the sentiment DataModules share: vocabulary, labels, checkpoint state, loaders."""
 
     def __init__(self, *, data_dir: Optional[str], batch_size: int, eval_batch_size: Optional[int],
@@ -178,6 +179,7 @@ class SentimentDataModule(ResumableBatchesMixin, LightningDataModule):
 
     # --- loaders ---------------------------------------------------------------------------
     def setup(self, stage: str) -> None:
+        self.check_splits(stage)
         if stage in ("fit", "validate", "test") and not self.splits:
             self._load(self.vocab)  # from a checkpoint: encode the data with its vocabulary
         if stage == "predict" and self.predict_items is None:

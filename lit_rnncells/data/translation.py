@@ -48,6 +48,7 @@ from torch.utils.data import DataLoader
 from ..cells.base import check_positive
 from . import hub
 from .batching import BucketedBatches, ResumableBatchesMixin, batch_loader, pad_batch
+from .check import SplitCheckMixin
 from .checkpoint_state import datamodule_state
 from .subword import BOS_ID, EOS_ID, PAD_ID, SubwordTokenizer, check_tokenizer
 from .text import cached, default_cache_dir, file_fingerprint, is_hub_id, local_or_hub
@@ -141,7 +142,7 @@ def read_hub_split(dataset: str, hub_id: str, split: str, source_language: str, 
             list(part[columns.get(target_language, target_language)]))
 
 
-class TranslationDataModule(ResumableBatchesMixin, LightningDataModule):
+class TranslationDataModule(SplitCheckMixin, ResumableBatchesMixin, LightningDataModule):
     """A parallel corpus as length-bucketed subword batches, from a local folder or the hub.
 
     Args:
@@ -451,6 +452,7 @@ class TranslationDataModule(ResumableBatchesMixin, LightningDataModule):
         return batch
 
     def setup(self, stage: str) -> None:
+        self.check_splits(stage)
         needed = {"fit": ("train", "valid"), "validate": ("valid",), "test": ("test",)}.get(stage, ())
         for split in needed:
             self.split(split)

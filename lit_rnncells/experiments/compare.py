@@ -171,6 +171,27 @@ class RunSpec:
         return args + list(self.extra)
 
 
+def validate_within_budget():
+    """A callback that, when ``max_steps`` ends training before the first validation (a steps budget shorter
+    than an epoch, or than ``val_check_interval``), moves the validation check to the last step of the budget,
+    so every run keeps a best checkpoint. It says so in the run's log."""
+    from lightning.pytorch import Callback
+
+    class ValidateWithinBudget(Callback):
+        def on_train_start(self, trainer: Any, pl_module: Any) -> None:
+            if trainer.max_steps is None or trainer.max_steps < 1 or trainer.val_check_batch is None:
+                return
+            budget = trainer.max_steps * trainer.accumulate_grad_batches  # training batches of the whole run
+            first = trainer.val_check_batch * (trainer.check_val_every_n_epoch or 1)
+            if first > budget and trainer.num_training_batches not in (0, float("inf")):
+                trainer.val_check_batch = budget
+                trainer.check_val_every_n_epoch = 1
+                print(f"compare: the first validation (batch {first}) would come after the budget of "
+                      f"{trainer.max_steps} steps; validating at step {trainer.max_steps} instead.", flush=True)
+
+    return ValidateWithinBudget()
+
+
 def run_child(spec: RunSpec) -> Dict[str, Any]:
     """One run in this process: fit with a best-``monitor`` checkpoint and learning curves, test the best
     checkpoint (and with ``test_every_epoch`` each epoch's), write ``result.json`` last."""
@@ -186,7 +207,7 @@ def run_child(spec: RunSpec) -> Dict[str, Any]:
     best = ModelCheckpoint(dirpath=str(folder / "best"), filename="best", monitor=spec.monitor, mode=spec.mode,
                            save_top_k=1, auto_insert_metric_name=False)
     curves = LearningCurves(folder / CURVES_FILE)
-    trainer.callbacks.extend([best, curves])
+    trainer.callbacks.extend([best, curves, validate_within_budget()])
     per_epoch = None
     if spec.test_every_epoch:
         per_epoch = ModelCheckpoint(dirpath=str(folder / "epochs"), filename="epoch={epoch}-step={step}",
@@ -195,6 +216,10 @@ def run_child(spec: RunSpec) -> Dict[str, Any]:
         trainer.callbacks.append(per_epoch)
     trainer.fit(model, datamodule=cli.datamodule)
     seconds = curves.seconds
+    if not best.best_model_path and not any(k.startswith("val") for k in trainer.callback_metrics):
+        budget = spec.budget or "the config's max_epochs / max_steps"
+        raise RuntimeError(f"No checkpoint was kept: no validation ran within the budget ({budget}); give a budget that reaches the first validation, or "
+                           "pass -- --trainer.val_check_interval N with N at most the budget's steps.")
     if not best.best_model_path:
         raise RuntimeError(f"No checkpoint was kept: the metric {spec.monitor!r} was never logged; pass --monitor "
                            "with a validation metric the model logs (e.g. val/acc or val/loss).")

@@ -59,7 +59,8 @@ LM_SMALL = ("--model.init_args.embedding_size", "64", "--model.init_args.dropout
             "--trainer.val_check_interval", "100", "--trainer.limit_val_batches", "40")
 
 PAPERS: Dict[str, Tuple[str, List[Experiment]]] = {
-    "mzu": ("MZU: Multi-Zone Unit (mzu.md)", [
+    "mzu": ("MZU: Multi-Zone Unit "
+             "(Meng, Zhang, Liu & Zhou, *Multi-Zone Unit for Recurrent Neural Networks*, AAAI 2020)", [
         Experiment(
             name="ptb_char", title="PTB character LM, test BPC (Table 1)",
             config="configs/lm/ptb_char_gru.yaml",
@@ -82,7 +83,8 @@ PAPERS: Dict[str, Tuple[str, List[Experiment]]] = {
             our_setting="no pretrained vectors (none on this machine), embedding 100, parameters matched to a "
                         "GRU+DT of 64, batch 32, 8 epochs, best validation accuracy tested"),
     ]),
-    "mufuru": ("MuFuRU: Multi-Function Recurrent Unit (mufuru.md)", [
+    "mufuru": ("MuFuRU: Multi-Function Recurrent Unit "
+             "(Weissenborn & Rocktäschel, *MuFuRU: The Multi-Function Recurrent Unit*, arXiv:1606.03002)", [
         Experiment(
             name="logic_fig1a", title="Propositional logic, test accuracy % on 11-20 gates (Fig. 1a)",
             config="configs/logic/gru.yaml", cells={"GRU": "GRU", "MuFuRU": "MuFuRU"},
@@ -104,7 +106,8 @@ PAPERS: Dict[str, Tuple[str, List[Experiment]]] = {
             paper_setting="not in the paper: our search for the regime where the cells differ",
             our_setting="100 or 1,000 training formulas of 5-10 gates, test on 21-40 gates, hidden 2/4/8, 3 seeds"),
     ]),
-    "caru": ("CARU: Content-Adaptive Recurrent Unit (caru.md)", [
+    "caru": ("CARU: Content-Adaptive Recurrent Unit "
+             "(Chan, Ke & Im, *CARU: A Content-Adaptive Recurrent Unit for the Transition of Hidden State in NLP*, ICONIP 2020)", [
         Experiment(
             name="imdb", title="IMDB, test accuracy % (Fig. 2)", config="configs/classification/imdb_gru.yaml",
             cells={"GRU": "GRU", "MGU": "MGU", "CARU": "CARU"}, paper={"GRU": None, "MGU": None, "CARU": None}, claimed_best="CARU",
@@ -117,7 +120,8 @@ PAPERS: Dict[str, Tuple[str, List[Experiment]]] = {
             our_setting="embedding 64 (random), hidden 128, reviews cut to their first 200 tokens, 3 epochs, test "
                         "on the first 10,000 test reviews, 1 seed"),
     ]),
-    "mcrnn": ("MC-RNN: multi-channel multi-block RNN (mc-rnn.md)", [
+    "mcrnn": ("MC-RNN: multi-channel multi-block RNN "
+             "(Xu, Huang, Wang, Wang & Liu, *Modeling Local Dependence in Natural Language with Multi-Channel Recurrent Neural Networks*, AAAI 2019)", [
         Experiment(
             name="ptb_word", title="PTB word LM, test perplexity (Table 4, AWD-LSTM setup)",
             config="configs/lm/ptb_word_gru.yaml",
@@ -137,7 +141,7 @@ PAPERS: Dict[str, Tuple[str, List[Experiment]]] = {
 NOTES: Dict[str, str] = {
     "caru": """## Multi30k De→En, test BLEU (Tables 1–2), measured by `scripts/bench_seq2seq.py`
 
-Not a runner experiment: `LIT_RNNCELLS_DATA=../shared/data python scripts/bench_seq2seq.py --epochs 1 --cells GRU
+Not a runner experiment: `LIT_RNNCELLS_DATA=<data folder> python scripts/bench_seq2seq.py --epochs 1 --cells GRU
 MGU CARU` trains each cell one epoch at embedding 128 / hidden 256 beside the plain-PyTorch reference
 (settings and the full table in [../measured.md](../measured.md)). One seed.
 
@@ -266,8 +270,8 @@ def reproduce(paper: str, out: Path, report: Optional[Path], experiments: Option
         raise CompareError(f"Unknown experiment(s) {', '.join(unknown)} of {paper}; use "
                            f"{', '.join(e.name for e in exps)}.")
     parts = [f"# Reproducing {title} at a CPU budget", "",
-             f"Written by `python -m lit_rnncells.reproduce {paper} --report <this page>` (the runs were in "
-             f"`{out}`), which runs the experiments below (or reads them where they finished: the comparison runner "
+             f"Written by `python -m lit_rnncells.reproduce {paper} --out <runs folder> --report <this page>`, "
+             "which runs the experiments below (or reads them where they finished: the comparison runner "
                "skips finished runs). Every number of ours was measured on this project's 2-core CPU machine "
                "at the budget given; the paper's numbers come from full-size GPU training, so compare the "
                "orderings, not the values.", ""]

@@ -1,6 +1,7 @@
 """``Recurrent``: runs any cell over time with the torch.nn.GRU / LSTM interface."""
 from __future__ import annotations
 
+import time
 from typing import List, Optional, Sequence, Tuple, Union
 
 import torch
@@ -9,6 +10,7 @@ from torch.nn import functional as F
 
 from ..cells.base import CellFactory, RecurrentCell, State, check_positive, check_probability
 from ..cells.registry import get_cell
+from .compiled import compiled_step, report_compile_time, timed_first_call
 
 
 def map_state(fn, *states: State) -> State:
@@ -43,14 +45,40 @@ def _gather_time(x: Tensor, index: Tensor) -> Tensor:
     return x.gather(0, index.view(*index.shape, *([1] * (x.dim() - 2))).expand_as(x))
 
 
+def _step(cell: RecurrentCell, x_t: Tensor, state: State, mask_t: Optional[Tensor], use_aux: bool,
+          keep_precision: bool) -> Tuple[State, Optional[Tensor]]:
+    """One step of the time loop: the cell's step, the state kept in its precision, padded rows kept,
+    and the step's summed auxiliary loss (``None`` without). The eager and the compiled loop both run it."""
+    if use_aux:
+        new_state, aux_t = cell.step_with_aux(x_t, state)
+    else:
+        new_state, aux_t = cell.step(x_t, state), None
+    if keep_precision:
+        new_state = map_state(_as_dtype_of, new_state, state)
+    if mask_t is not None:
+        new_state = _where_state(mask_t, new_state, state)
+        if aux_t is not None:
+            aux_t = aux_t * mask_t.to(aux_t.dtype)
+    return new_state, None if aux_t is None else aux_t.sum()
+
+
+def _constant_while_training(state: State) -> bool:
+    """True when gradients are on but no leaf of ``state`` carries one (a zero initial state)."""
+    if not torch.is_grad_enabled():
+        return False
+    leaves = state if isinstance(state, tuple) else (state,)
+    return not any(leaf.requires_grad for leaf in leaves)
+
+
 def run_cell(cell: RecurrentCell, x: Tensor, state: State, mask: Optional[Tensor] = None,
-             want_aux: bool = False) -> Tuple[Tensor, State, Optional[Tensor]]:
+             want_aux: bool = False, compiled: bool = False) -> Tuple[Tensor, State, Optional[Tensor]]:
     """Run one cell over a time-major input ``(T, B, input_size)``.
 
     ``mask`` (T, B) marks real steps; a padded step leaves the state untouched.
     Returns the outputs ``(T, B, H)`` (zero at padded steps), the final state,
     and the summed auxiliary loss over real steps (``None`` unless ``want_aux``
-    and the cell has one).
+    and the cell has one). With ``compiled`` each step runs through the cell's
+    compiled step (:mod:`lit_rnncells.nn.compiled`); values are the eager loop's.
     """
     use_aux = want_aux and cell.has_aux_loss
     # Under mixed precision the matmuls run in half precision, but the state stays in the precision it came
@@ -60,25 +88,23 @@ def run_cell(cell: RecurrentCell, x: Tensor, state: State, mask: Optional[Tensor
         fused = cell.fused_sequence(x, state)
         if fused is not None:
             return fused[0], map_state(_as_dtype_of, fused[1], state) if keep_precision else fused[1], None
+    step = _step
+    if compiled and x.shape[0] > 0:
+        step = compiled_step(cell)
+        if mask is None:  # one graph for padded and unpadded batches: an all-true mask is free once fused
+            mask = torch.ones(x.shape[:2], dtype=torch.bool, device=x.device)
     states: List[State] = []
+    seen: List[State] = []  # the state each step was fed, for cells' ``stepping`` blocks
     aux_total: Optional[Tensor] = None
-    step_fn = cell.step_with_aux if use_aux else None
-    with cell.stepping(cell.project_input(x)) as x_proj:
+    with cell.stepping(cell.project_input(x), seen) as x_proj:
         for t, x_t in enumerate(x_proj.unbind(0)):
-            if step_fn is not None:
-                new_state, aux_t = step_fn(x_t, state)
-            else:
-                new_state, aux_t = cell.step(x_t, state), None
-            if keep_precision:
-                new_state = map_state(_as_dtype_of, new_state, state)
-            if mask is not None:
-                new_state = _where_state(mask[t], new_state, state)
-                if aux_t is not None:
-                    aux_t = aux_t * mask[t].to(aux_t.dtype)
-            state = new_state
+            seen.append(state)
+            # A constant initial state (no gradient) would need a graph of its own for one step: run it eagerly.
+            fn = _step if t == 0 and compiled and _constant_while_training(state) else step
+            state, aux_t = fn(cell, x_t, state, None if mask is None else mask[t], use_aux, keep_precision)
             states.append(state)
             if aux_t is not None:
-                aux_total = aux_t.sum() if aux_total is None else aux_total + aux_t.sum()
+                aux_total = aux_t if aux_total is None else aux_total + aux_t
     if states:
         out = cell.output_sequence(states)  # the per-step outputs, computed after the loop
     else:
@@ -103,11 +129,15 @@ class Recurrent(nn.Module):
     With ``return_aux=True`` the forward also returns the auxiliary loss of the
     cells (mean over real tokens, summed over layers and directions; zero when
     no cell has one), which tasks add to their loss.
+
+    With ``compile=True`` the time loop runs each step through ``torch.compile`` (the cell's
+    pointwise ops fused, see :mod:`lit_rnncells.nn.compiled`); values and gradients are the eager
+    loop's. Off by default: see docs/measured.md for when it pays.
     """
 
     def __init__(self, cell: Union[CellFactory, str], input_size: int, hidden_size: int,
                  num_layers: int = 1, bidirectional: bool = False, dropout: float = 0.0,
-                 batch_first: bool = False) -> None:
+                 batch_first: bool = False, compile: bool = False) -> None:
         super().__init__()
         check_positive(input_size=input_size, hidden_size=hidden_size, num_layers=num_layers)
         check_probability(dropout=dropout)
@@ -119,6 +149,7 @@ class Recurrent(nn.Module):
         self.num_directions = 2 if bidirectional else 1
         self.dropout = dropout
         self.batch_first = batch_first
+        self.compiled = bool(compile)  # not "compile": that is nn.Module.compile()
         cells = []
         for layer in range(num_layers):
             layer_input = input_size if layer == 0 else hidden_size * self.num_directions
@@ -169,6 +200,13 @@ class Recurrent(nn.Module):
 
     def forward(self, x: Tensor, state: Optional[State] = None, lengths: Optional[Tensor] = None,
                 *, return_aux: bool = False):
+        started = timed_first_call() if self.compiled else None
+        result = self._forward(x, state, lengths, return_aux)
+        if started is not None:
+            report_compile_time(time.perf_counter() - started)
+        return result
+
+    def _forward(self, x: Tensor, state: Optional[State], lengths: Optional[Tensor], return_aux: bool):
         if x.dim() != 3 or x.shape[-1] != self.input_size:
             raise ValueError(f"Recurrent expects input of shape ({'B, T' if self.batch_first else 'T, B'}, "
                              f"{self.input_size}), got {tuple(x.shape)}.")
@@ -204,7 +242,7 @@ class Recurrent(nn.Module):
                 if direction == 1:
                     inp = inp.flip(0) if rev_index is None else _gather_time(inp, rev_index)
                 # reversed within each length, real steps still come first: the same mask applies
-                out, st, aux = run_cell(cell, inp, states[i], mask, want_aux=return_aux)
+                out, st, aux = run_cell(cell, inp, states[i], mask, want_aux=return_aux, compiled=self.compiled)
                 if direction == 1:
                     out = out.flip(0) if rev_index is None else _gather_time(out, rev_index)
                 outs.append(out)
@@ -225,4 +263,5 @@ class Recurrent(nn.Module):
 
     def extra_repr(self) -> str:
         return (f"{self.input_size}, {self.hidden_size}, num_layers={self.num_layers}, "
-                f"bidirectional={self.bidirectional}, dropout={self.dropout}, batch_first={self.batch_first}")
+                f"bidirectional={self.bidirectional}, dropout={self.dropout}, batch_first={self.batch_first}"
+                + (", compile=True" if self.compiled else ""))

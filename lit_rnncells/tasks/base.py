@@ -75,19 +75,24 @@ class RecurrentTask(LightningModule):
         optimizer: builds the optimiser from the parameters (default Adam, lr 1e-3).
         lr_scheduler: optional; builds a scheduler from the optimiser.
         scheduler_monitor: metric a ``ReduceLROnPlateau`` scheduler watches.
+        compile: run the recurrent layers' time steps compiled (``Recurrent(..., compile=True)``, same
+            values; docs/measured.md says when it pays). On the command line: ``--model.init_args.compile true``.
     """
 
     def __init__(self, cell: CellSpec = "GRU", optimizer: OptimizerCallable = torch.optim.Adam,
-                 lr_scheduler: Optional[LRSchedulerCallable] = None, scheduler_monitor: str = "val/loss") -> None:
+                 lr_scheduler: Optional[LRSchedulerCallable] = None, scheduler_monitor: str = "val/loss",
+                 compile: bool = False) -> None:
         super().__init__()
         self.cell_factory = resolve_cell(cell)
         self.optimizer_factory = optimizer
         self.lr_scheduler_factory = lr_scheduler
         self.scheduler_monitor = scheduler_monitor
+        self.compile_recurrence = bool(compile)
 
     def make_recurrent(self, input_size: int, hidden_size: int, **options: Any) -> Recurrent:
-        """A ``Recurrent`` layer (batch first) of this task's cell."""
+        """A ``Recurrent`` layer (batch first, compiled if the task's ``compile`` is set) of this task's cell."""
         options.setdefault("batch_first", True)
+        options.setdefault("compile", self.compile_recurrence)
         return Recurrent(self.cell_factory, input_size, hidden_size, **options)
 
     def configure_optimizers(self) -> Any:

@@ -1,15 +1,16 @@
 """Sentence and document classification over any cell: aspect sentiment (ABSA) and document sentiment.
 
-- :class:`AspectClassifier`, the MZU paper's ABSA model (mzu.md, "Aspect Based Sentiment Analysis",
+- :class:`AspectClassifier`, the MZU paper's ABSA model (Meng et al., AAAI 2020, "Aspect Based Sentiment Analysis",
   following Tang et al. 2016): a Bi-RNN encodes the sentence, its outputs are mean-pooled over the
   real tokens, the pooled vector is concatenated with the mean embedding of the aspect term's words,
   and a linear layer + softmax predicts the polarity. Deep transition (+DT) is the cell's own option
   (``GRUDT``, ``CapMZU(transition_depth=1)``).
 - :class:`DocumentClassifier`: an RNN reads the text and a linear layer classifies its last real
-  (non-pad) state or a mean / max pooled state (IMDB as in caru.md Fig. 2, SST as in mufuru.md §4.3).
+  (non-pad) state or a mean / max pooled state (IMDB as in Chan et al., ICONIP 2020, Fig. 2, SST as in
+  Weissenborn & Rocktäschel, arXiv:1606.03002, §4.3).
 
 Both report accuracy and macro-F1 (torchmetrics), add the cells' auxiliary loss (MZU's zone
-disagreement, mzu.md eq. 18-19) to the training loss and log it on its own, can start from pretrained
+disagreement, Meng et al., AAAI 2020, eq. 18-19) to the training loss and log it on its own, can start from pretrained
 word vectors (:mod:`lit_rnncells.data.embeddings`), and return one record per input line from
 ``predict_step`` for the CLI's prediction writer.
 """
@@ -76,8 +77,9 @@ class SequenceClassifier(RecurrentTask):
                  rnn_dropout: float = 0.0, pretrained_embeddings: Optional[str] = None,
                  freeze_embeddings: bool = False, aux_loss_weight: float = 1.0,
                  optimizer: OptimizerCallable = torch.optim.Adam,
-                 lr_scheduler: Optional[LRSchedulerCallable] = None, scheduler_monitor: str = "val/loss") -> None:
-        super().__init__(cell, optimizer, lr_scheduler, scheduler_monitor)
+                 lr_scheduler: Optional[LRSchedulerCallable] = None, scheduler_monitor: str = "val/loss",
+                 compile: bool = False) -> None:
+        super().__init__(cell, optimizer, lr_scheduler, scheduler_monitor, compile=compile)
         check_positive(vocab_size=vocab_size, num_classes=num_classes, embedding_size=embedding_size,
                        hidden_size=hidden_size, num_layers=num_layers)
         if num_classes < 2:
@@ -221,7 +223,7 @@ class SequenceClassifier(RecurrentTask):
 
 
 class AspectClassifier(SequenceClassifier):
-    """The MZU paper's ABSA model (mzu.md, Aspect Based Sentiment Analysis; Tang et al. 2016).
+    """The MZU paper's ABSA model (Meng et al., AAAI 2020, Aspect Based Sentiment Analysis; Tang et al. 2016).
 
     ``[masked mean of BiRNN(sentence) ; mean embedding of the aspect term's words] → linear → softmax``.
     Batches hold ``tokens``/``lengths`` (the sentence) and ``aspect``/``aspect_lengths`` (the term's ids).
@@ -233,10 +235,12 @@ class AspectClassifier(SequenceClassifier):
                  dropout: float = 0.5, embedding_dropout: float = 0.0, rnn_dropout: float = 0.0,
                  pretrained_embeddings: Optional[str] = None, freeze_embeddings: bool = False,
                  aux_loss_weight: float = 1.0, optimizer: OptimizerCallable = torch.optim.Adam,
-                 lr_scheduler: Optional[LRSchedulerCallable] = None, scheduler_monitor: str = "val/loss") -> None:
+                 lr_scheduler: Optional[LRSchedulerCallable] = None, scheduler_monitor: str = "val/loss",
+                 compile: bool = False) -> None:
         super().__init__(cell, vocab_size, num_classes, pad_id, embedding_size, hidden_size, num_layers,
                          bidirectional, dropout, embedding_dropout, rnn_dropout, pretrained_embeddings,
-                         freeze_embeddings, aux_loss_weight, optimizer, lr_scheduler, scheduler_monitor)
+                         freeze_embeddings, aux_loss_weight, optimizer, lr_scheduler, scheduler_monitor,
+                         compile=compile)
 
     def feature_size(self) -> int:
         return self.rnn.hidden_size * self.rnn.num_directions + self.embedding.embedding_dim
@@ -252,7 +256,8 @@ class AspectClassifier(SequenceClassifier):
 
 
 class DocumentClassifier(SequenceClassifier):
-    """RNN over the text → last real state or pooled state → linear → softmax (caru.md Fig. 2, mufuru.md §4.3).
+    """RNN over the text → last real state or pooled state → linear → softmax (Chan et al., ICONIP 2020, Fig. 2;
+    Weissenborn & Rocktäschel, arXiv:1606.03002, §4.3).
 
     Args (beyond :class:`SequenceClassifier`'s):
         readout: ``last`` reads the state at each text's last real token (bidirectional: concatenated with
@@ -266,12 +271,14 @@ class DocumentClassifier(SequenceClassifier):
                  rnn_dropout: float = 0.0, pretrained_embeddings: Optional[str] = None,
                  freeze_embeddings: bool = False, aux_loss_weight: float = 1.0,
                  optimizer: OptimizerCallable = torch.optim.Adam,
-                 lr_scheduler: Optional[LRSchedulerCallable] = None, scheduler_monitor: str = "val/loss") -> None:
+                 lr_scheduler: Optional[LRSchedulerCallable] = None, scheduler_monitor: str = "val/loss",
+                 compile: bool = False) -> None:
         if readout not in READOUTS:
             raise ValueError(f"readout must be one of {', '.join(READOUTS)}, got {readout!r}.")
         super().__init__(cell, vocab_size, num_classes, pad_id, embedding_size, hidden_size, num_layers,
                          bidirectional, dropout, embedding_dropout, rnn_dropout, pretrained_embeddings,
-                         freeze_embeddings, aux_loss_weight, optimizer, lr_scheduler, scheduler_monitor)
+                         freeze_embeddings, aux_loss_weight, optimizer, lr_scheduler, scheduler_monitor,
+                         compile=compile)
 
     def feature_size(self) -> int:
         return self.rnn.hidden_size * self.rnn.num_directions

@@ -3,7 +3,7 @@
 embedding (embedding dropout, locked dropout) → per layer ``Recurrent(cell)`` with DropConnect
 on its recurrent weights and locked dropout between layers → optional deep output → softmax
 (optionally tied to the embedding). Regularisers and NT-ASGD follow Merity, Keskar & Socher
-2018 ("Regularizing and Optimizing LSTM Language Models"); MZU's zone disagreement (mzu.md
+2018 ("Regularizing and Optimizing LSTM Language Models"); MZU's zone disagreement (Meng et al., AAAI 2020,
 eq. 18–19) is added to the loss when the cell provides it. Truncated BPTT is done here
 (Lightning 2 has none): the DataModule yields consecutive windows of contiguous streams, the
 state is carried from step to step (detached) and reset at each epoch start; evaluation runs
@@ -56,8 +56,9 @@ class LanguageModel(RecurrentTask):
                  weight_drop: float = 0.0, alpha: float = 0.0, beta: float = 0.0, aux_loss_weight: float = 1.0,
                  scale_lr_with_seq_len: bool = False, nt_asgd: bool = False, nonmono: int = 5,
                  optimizer: OptimizerCallable = torch.optim.Adam,
-                 lr_scheduler: Optional[LRSchedulerCallable] = None, scheduler_monitor: str = "val/loss") -> None:
-        super().__init__(cell, optimizer, lr_scheduler, scheduler_monitor)
+                 lr_scheduler: Optional[LRSchedulerCallable] = None, scheduler_monitor: str = "val/loss",
+                 compile: bool = False) -> None:
+        super().__init__(cell, optimizer, lr_scheduler, scheduler_monitor, compile=compile)
         check_positive(vocab_size=vocab_size, embedding_size=embedding_size, hidden_size=hidden_size,
                        num_layers=num_layers, nonmono=nonmono)
         check_probability(dropout=dropout, dropout_h=dropout_h, dropout_i=dropout_i, dropout_e=dropout_e,

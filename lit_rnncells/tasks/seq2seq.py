@@ -1,7 +1,7 @@
 """Attention encoder-decoder (RNNSearch) for translation and summarisation, with any cell.
 
 Bahdanau, Cho & Bengio 2015 ("Neural Machine Translation by Jointly Learning to Align and
-Translate"), the MC-RNN paper's Baseline-RNN (mc-rnn.md §4) and CARU's Multi30k model:
+Translate"), the MC-RNN paper's Baseline-RNN (Xu et al., AAAI 2019, §4) and CARU's Multi30k model:
 
 * encoder: source embedding → bidirectional multi-layer :class:`~lit_rnncells.nn.Recurrent` of the
   encoder cell, lengths-aware (padding never reaches the states or the attention);
@@ -41,6 +41,7 @@ from torch.nn import functional as F
 from ..cells.base import RecurrentCell, State, check_positive, check_probability
 from ..nn.attention import ATTENTION_KINDS, Attention
 from ..nn.beam_search import Hypothesis, SearchConfig, search, select_batch
+from ..nn.compiled import compiled_step
 from ..nn.recurrent import Recurrent, map_state
 from .base import CellSpec, RecurrentTask, cell_config, resolve_cell
 
@@ -118,8 +119,9 @@ class Seq2Seq(RecurrentTask):
                  min_length: int = 0, max_length_a: float = 1.5, max_length_b: int = 10,
                  no_repeat_ngram_size: int = 0, ban_unk: bool = False, eval_metrics: Optional[List[str]] = None,
                  optimizer: OptimizerCallable = torch.optim.Adam,
-                 lr_scheduler: Optional[LRSchedulerCallable] = None, scheduler_monitor: str = "val/loss") -> None:
-        super().__init__(cell, optimizer, lr_scheduler, scheduler_monitor)
+                 lr_scheduler: Optional[LRSchedulerCallable] = None, scheduler_monitor: str = "val/loss",
+                 compile: bool = False) -> None:
+        super().__init__(cell, optimizer, lr_scheduler, scheduler_monitor, compile=compile)
         encoder_layers = num_layers if encoder_layers is None else encoder_layers
         decoder_layers = num_layers if decoder_layers is None else decoder_layers
         output_size = hidden_size if output_size is None else output_size
@@ -180,7 +182,7 @@ class Seq2Seq(RecurrentTask):
         self.source_embedding = nn.Embedding(source_vocab_size, embedding_size, padding_idx=pad_id)
         self.target_embedding = nn.Embedding(target_vocab_size, embedding_size, padding_idx=pad_id)
         self.encoder = Recurrent(enc_factory, embedding_size, encoder_hidden_size, num_layers=encoder_layers,
-                                 bidirectional=True, dropout=dropout, batch_first=True)
+                                 bidirectional=True, dropout=dropout, batch_first=True, compile=compile)
         cells = []
         for layer in range(decoder_layers):
             built = dec_factory(embedding_size + self.output_size if layer == 0 else hidden_size, hidden_size)
@@ -314,10 +316,15 @@ class Seq2Seq(RecurrentTask):
 
     # --- the one decoder step --------------------------------------------------------------
     def _decoder_step(self, embedded: Tensor, embedded_out: Tensor, state: DecoderState, enc: EncoderOutput,
-                      want_aux: bool = False) -> Tuple[Tensor, DecoderState, Tensor, Optional[Tensor]]:
+                      want_aux: bool = False, real_t: Optional[Tensor] = None
+                      ) -> Tuple[Tensor, DecoderState, Tensor, Optional[Tensor]]:
         """One target position: ``embedded`` (B, E) of the previous token and its output-layer part
         ``embedded_out`` = W_e E y + b (B, A). Returns the attentional vector (B, A), the new state, the
-        attention weights (B, S) and the step's per-example auxiliary loss (or None)."""
+        attention weights (B, S) and the step's per-example auxiliary loss (or None).
+
+        With ``compile`` the cells step through ``Recurrent``'s compiled loop body: ``real_t`` (B,) marks
+        the real target rows (padded rows keep their state, which no real position reads under teacher
+        forcing) and the auxiliary loss comes back already summed over them."""
         layers, feed = state
         if self.query_before:  # Bahdanau: attend with s_{t−1}; c_t joins this step's input
             context, weights = self.attention(self.decoder_cells[-1].output(layers[-1]), enc.proj_keys, enc.memory,
@@ -329,7 +336,11 @@ class Seq2Seq(RecurrentTask):
             if i > 0:
                 x = self.drop(x)
             xp = c.project_input(x)
-            if want_aux and c.has_aux_loss:
+            if self.compile_recurrence:  # the layer's compiled loop body: aux comes back summed over real rows
+                st, a = compiled_step(c)(c, xp, layers[i], real_t, want_aux and c.has_aux_loss, False)
+                if a is not None:
+                    aux = a if aux is None else aux + a
+            elif want_aux and c.has_aux_loss:
                 st, a = c.step_with_aux(xp, layers[i])
                 if a is not None:
                     aux = a if aux is None else aux + a
@@ -374,10 +385,12 @@ class Seq2Seq(RecurrentTask):
         outputs, dec_aux = [], None
         real = target[:, 1:] != self.pad_id
         for t in range(inputs.shape[1]):
-            attentional, state, _, a = self._decoder_step(embedded[:, t], embedded_out[:, t], state, enc, want_aux)
+            attentional, state, _, a = self._decoder_step(embedded[:, t], embedded_out[:, t], state, enc, want_aux,
+                                                          real[:, t] if self.compile_recurrence else None)
             outputs.append(attentional)
             if a is not None:
-                a = (a * real[:, t].to(a.dtype)).sum()
+                if not self.compile_recurrence:  # the compiled step sums over the real rows itself
+                    a = (a * real[:, t].to(a.dtype)).sum()
                 dec_aux = a if dec_aux is None else dec_aux + a
         if dec_aux is not None:
             aux = aux + dec_aux / real.sum().clamp_min(1).to(dec_aux.dtype)

@@ -1,0 +1,290 @@
+"""Checking a dataset folder: files present, counts per split, UTF-8, and overlap between splits.
+
+Two users of the same code:
+
+* ``python -m lit_rnncells.data check NAME [--dest FOLDER]`` (:func:`check_folder`) reports every fault
+  with its fix and exits 1 if there is one;
+* every DataModule's ``setup("fit")`` calls :meth:`SplitCheckMixin.check_splits`, which runs the count
+  and overlap checks on the files it trains from and warns; a train split that contains every example
+  of the dev split (e.g. an SST ``train.txt`` that is train + dev, 9,645 lines) is an error, since the
+  model would be validated on its own training data.
+
+Overlap compares whole examples: a line (language-model corpora, SST trees), an aligned pair
+(translation, summarisation), a sentence's text (SemEval), a review (IMDB). Official releases repeat a
+few short examples across splits (PTB: 85 of the 3,370 valid lines occur in train); the figure measured
+on each release is in :mod:`.known`, and only more than that is reported. Files of your own (``text``,
+``parallel``) have no known figures: counts are not compared, and an overlap above 1% of a split warns.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from .known import Layout
+
+PAIRS = (("train", "dev"), ("train", "test"), ("dev", "test"))
+UNIT = {"lines": "lines", "pairs": "pairs", "semeval": "aspect terms", "sst": "trees", "imdb": "reviews",
+        "bytes": "bytes"}
+KEY_UNIT = {"semeval": "sentences"}
+CHECK_VERSION = 1
+
+
+@dataclass
+class Fault:
+    """One thing wrong with a folder: ``kind`` is missing, encoding, count, overlap or contains_dev."""
+    kind: str
+    problem: str
+    fix: str
+
+    def __str__(self) -> str:
+        return f"{self.problem}; {self.fix}"
+
+
+@dataclass
+class Bound:
+    """A layout bound to real files: which dataset (``name``, ``None`` for your own files), its file
+    group, and the paths of each split."""
+    name: Optional[str]
+    layout: Layout
+    paths: Dict[str, List[Path]]
+
+    @property
+    def title(self) -> str:
+        return self.name or "your corpus"
+
+    def fix(self) -> str:
+        if self.name is None:
+            return "fix the files"
+        return f"run `python -m lit_rnncells.data prepare {self.name}` to get the official release"
+
+
+def bind(name: Optional[str], layout: Layout, folder: Path) -> Bound:
+    """The layout's file names under ``folder``."""
+    return Bound(name, layout, {split: [folder / f for f in files] for split, files in layout.files.items()})
+
+
+# --- reading examples -------------------------------------------------------------------------------
+class EncodingFault(Exception):
+    pass
+
+
+def _text(path: Path) -> str:
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        raise EncodingFault(f"{path} is not UTF-8 (byte 0x{data[err.start]:02x} at offset {err.start:,}, line "
+                            f"{line})") from None
+
+
+def _lines(path: Path) -> List[str]:
+    lines = _text(path).split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line.rstrip("\r") for line in lines]
+
+
+def read_examples(kind: str, paths: Mapping[str, Sequence[Path]]) -> Tuple[Dict[str, int], Dict[str, List[str]]]:
+    """(count, example keys) of every split. Raises :class:`EncodingFault` for a file that is not UTF-8
+    and ``ValueError`` for aligned files of different lengths."""
+    counts: Dict[str, int] = {}
+    keys: Dict[str, List[str]] = {}
+    if kind == "imdb":
+        from . import imdb
+
+        try:
+            reviews = imdb.read_local(Path(next(iter(paths.values()))[0]))
+        except UnicodeDecodeError as err:
+            raise EncodingFault(f"a review in {next(iter(paths.values()))[0]} is not UTF-8 ({err.reason})") from None
+        return ({s: len(r) for s, r in reviews.items()}, {s: [t for _, t in r] for s, r in reviews.items()})
+    for split, files in paths.items():
+        if kind == "bytes":
+            counts[split] = files[0].stat().st_size
+            continue
+        if kind == "pairs":
+            source, target = _lines(files[0]), _lines(files[1])
+            if len(source) != len(target):
+                raise ValueError(f"{files[0]} has {len(source):,} lines and {files[1]} {len(target):,}")
+            counts[split] = len(source)
+            keys[split] = [f"{s.strip()}\t{t.strip()}" for s, t in zip(source, target) if s.strip() or t.strip()]
+        elif kind == "semeval":
+            from . import semeval
+
+            _text(files[0])  # encoding first: the XML parser's error would not name it
+            sentences = semeval.read_xml(files[0])
+            counts[split] = sum(len(s.aspects) for s in sentences)
+            keys[split] = [s.text.strip() for s in sentences]
+        else:  # lines, sst: one example per non-blank line
+            keys[split] = [line.strip() for line in _lines(files[0]) if line.strip()]
+            counts[split] = len(keys[split])
+    return counts, keys
+
+
+def overlaps(keys: Mapping[str, Sequence[str]]) -> Dict[str, Tuple[int, int]]:
+    """For each split pair ``a|b``: (examples of ``b`` that occur in ``a``, examples of ``b``)."""
+    out = {}
+    for a, b in PAIRS:
+        if a in keys and b in keys:
+            seen = set(keys[a])
+            out[f"{a}|{b}"] = (sum(1 for k in keys[b] if k in seen), len(keys[b]))
+    return out
+
+
+def measure(bound: Bound) -> Dict[str, Any]:
+    """Counts and overlaps of a bound layout's files (no fault judgement)."""
+    counts, keys = read_examples(bound.layout.kind, bound.paths)
+    return {"counts": counts, "overlap": {k: list(v) for k, v in overlaps(keys).items()}}
+
+
+# --- judging -------------------------------------------------------------------------------------------
+def judge(bound: Bound, measured: Mapping[str, Any]) -> List[Fault]:
+    """Count, overlap and train-contains-dev faults of measured figures against the known ones."""
+    layout, faults = bound.layout, []
+    unit = UNIT[layout.kind]
+    for split, expected in layout.counts.items():
+        got = measured["counts"].get(split)
+        if got is not None and got != expected:
+            faults.append(Fault("count", f"{bound.title} {layout.name} {split} has {got:,} {unit}, the official "
+                                         f"release {expected:,}",
+                                f"{bound.fix()} (a subset or an altered copy is not comparable with published "
+                                "results)"))
+    key_unit = KEY_UNIT.get(layout.kind, unit)
+    for pair, (shared, total) in measured["overlap"].items():
+        a, b = pair.split("|")
+        if pair == "train|dev" and total and shared == total:
+            faults.append(Fault("contains_dev", f"the train split of {bound.title} ({_names(bound, a)}) contains "
+                                                f"all {total:,} {key_unit} of the dev split ({_names(bound, b)}), so "
+                                                "validation would score training data (an SST train.txt of 9,645 "
+                                                "lines is train + dev)",
+                                f"use the official train file without the dev examples ({bound.fix()})"))
+            continue
+        known = layout.overlap.get((a, b), 0) if bound.name is not None else total // 100
+        if shared > known:
+            where = (f"the official release has {known:,}" if bound.name is not None
+                     else "more than 1% of the split")
+            faults.append(Fault("overlap", f"{shared:,} of the {total:,} {key_unit} of {bound.title} {layout.name} "
+                                           f"{b} also occur in {a} ({where})",
+                                f"remove them from {a} ({_names(bound, a)}), or {bound.fix()}"))
+    return faults
+
+
+def _names(bound: Bound, split: str) -> str:
+    return ", ".join(p.name for p in bound.paths.get(split, []))
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+@dataclass
+class Report:
+    """What ``check`` found: faults (exit 1), notes (informative), and one ok line per file group."""
+    faults: List[Fault]
+    notes: List[str]
+    ok: List[str]
+
+
+def check_bound(bound: Bound) -> Report:
+    """Every check of one file group: files present, UTF-8, counts, overlap, and checksums (notes)."""
+    layout, report = bound.layout, Report([], [], [])
+    files = sorted({p for paths in bound.paths.values() for p in paths})
+    missing = [p for p in files if not p.is_file()]
+    if layout.optional and len(missing) == len(files):
+        report.notes.append(f"{bound.title} {layout.name}: not present (optional)")
+        return report
+    for path in missing:
+        report.faults.append(Fault("missing", f"missing file {path}", bound.fix()))
+    if missing:
+        return report
+    try:
+        measured = measure(bound)
+    except EncodingFault as err:
+        report.faults.append(Fault("encoding", str(err), f"{bound.fix()}, or convert the file to UTF-8 "
+                                                         "(e.g. iconv -f latin1 -t utf-8)"))
+        return report
+    except ValueError as err:
+        report.faults.append(Fault("format", str(err), bound.fix()))
+        return report
+    report.faults.extend(judge(bound, measured))
+    if not any(f.kind == "count" for f in report.faults):
+        for name, expected in layout.sha256.items():
+            path = next((p for p in files if p.name == name), None)
+            if path is not None and _sha256(path) != expected:
+                report.notes.append(f"{path.name} differs from the release's bytes (sha256 {expected[:12]}…) "
+                                    "although its counts match")
+    if layout.kind == "bytes" and bound.name == "text8" and not report.faults:
+        data = next(iter(bound.paths.values()))[0].read_bytes()
+        if data.strip(b"abcdefghijklmnopqrstuvwxyz "):
+            report.faults.append(Fault("format", "text8 holds characters other than a-z and space",
+                                       bound.fix()))
+    counts = ", ".join(f"{s} {n:,}" for s, n in measured["counts"].items())
+    report.ok.append(f"{bound.title} {layout.name}: {counts} {UNIT[layout.kind]}")
+    return report
+
+
+def check_folder(name: str, folder: Path) -> Report:
+    """``check NAME``: every file group of a known dataset in ``folder``."""
+    from .known import dataset
+
+    known = dataset(name)
+    report = Report([], [], [])
+    if not folder.is_dir():
+        report.faults.append(Fault("missing", f"the folder {folder} does not exist",
+                                   f"run `python -m lit_rnncells.data prepare {name}`, or pass --dest"))
+        return report
+    for layout in known.layouts:
+        part = check_bound(bind(name, layout, folder))
+        report.faults.extend(part.faults)
+        report.notes.extend(part.notes)
+        report.ok.extend(part.ok)
+    return report
+
+
+# --- the fit-time hook ----------------------------------------------------------------------------------
+class SplitCheckMixin:
+    """Mixed into every file-backed DataModule: ``setup`` calls :meth:`check_splits`.
+
+    It finds the files the DataModule reads (:func:`lit_rnncells.data.split_check.bound_layout`),
+    measures counts and overlaps (cached by the files' path, size and mtime), warns about each fault,
+    and raises one ``ValueError`` if the train split contains the whole dev split. Hub data is not
+    checked (no local files)."""
+
+    _splits_checked = False
+
+    def check_splits(self, stage: Optional[str]) -> None:
+        if stage != "fit" or self._splits_checked:
+            return
+        from lightning.pytorch.utilities import rank_zero_warn
+
+        from .split_check import bound_layout
+        from .text import cached, default_cache_dir, file_fingerprint
+
+        bound = bound_layout(self)
+        self._splits_checked = True
+        if bound is None:
+            return
+        files = sorted({p for paths in bound.paths.values() for p in paths})
+        if not all(p.exists() for p in files):
+            return  # the DataModule's own reader names a missing file
+        cache = getattr(self, "cache", default_cache_dir())
+        key = {"name": "split-check", "version": CHECK_VERSION, "kind": bound.layout.kind,
+               "splits": {s: [str(p) for p in ps] for s, ps in bound.paths.items()},
+               "files": [file_fingerprint(p) for p in files]}
+        try:
+            measured = cached(cache, key, lambda: measure(bound))
+        except (EncodingFault, ValueError):
+            return  # the DataModule's reader reports these
+        faults = judge(bound, measured)
+        for fault in faults:
+            if fault.kind != "contains_dev":
+                rank_zero_warn(f"{fault}; `python -m lit_rnncells.data check` reports every fault.")
+        for fault in faults:
+            if fault.kind == "contains_dev":
+                raise ValueError(str(fault) + ".")

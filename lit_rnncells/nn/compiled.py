@@ -1,0 +1,71 @@
+"""The compiled time step of ``Recurrent(..., compile=True)``.
+
+``Recurrent`` runs every cell as: the input maps for all steps at once (``project_input``), a
+Python loop over ``step``, then the outputs (``output_sequence``). With ``compile=True`` the loop
+body (:func:`~lit_rnncells.nn.recurrent._step`: the cell's step, the padding mask, the precision
+kept and the auxiliary loss) runs through ``torch.compile``: Inductor fuses the step's pointwise
+ops around its matmuls into a few kernels, and AOTAutograd does the same for its backward. Any
+cell compiles, unchanged: the graph is traced from its ``step``.
+
+One compiled function per cell class (a copy of the step's code object, so each class has its own
+compiler cache and recompilation limit, and layers and directions of one class share the graphs).
+The batch dimension is marked dynamic from the first call and the step never sees the sequence
+length, so batches of any length and size reuse one graph per variant (training or not, with or
+without the auxiliary loss, autocast or not). See docs/architecture.md for why the step and not
+the whole loop is compiled.
+"""
+from __future__ import annotations
+
+import time
+import types
+from typing import Callable, Dict, Optional, Tuple
+
+import torch
+from torch import Tensor
+
+from ..cells.base import RecurrentCell, State
+
+StepFn = Callable[[RecurrentCell, Tensor, State, Optional[Tensor], bool, bool], Tuple[State, Optional[Tensor]]]
+
+_COMPILED: Dict[type, StepFn] = {}
+_reported = False
+
+
+def _fresh_copy(fn: Callable, name: str) -> Callable:
+    """``fn`` with its own code object: the compiler keys its cache (and recompilation limit) on it."""
+    code = fn.__code__.replace(co_name=name, co_qualname=name) if hasattr(fn.__code__, "co_qualname") \
+        else fn.__code__.replace(co_name=name)
+    return types.FunctionType(code, fn.__globals__, name, fn.__defaults__, fn.__closure__)
+
+
+def compiled_step(cell: RecurrentCell) -> StepFn:
+    """The compiled loop body for ``cell``'s class (built on first use, shared by all its instances)."""
+    cls = type(cell)
+    fn = _COMPILED.get(cls)
+    if fn is None:
+        from .recurrent import _step
+
+        compiled = torch.compile(_fresh_copy(_step, f"step_{cls.__name__}"), dynamic=None)
+
+        def fn(cell, x_t, state, mask_t, use_aux, keep_precision, _compiled=compiled):
+            for leaf in (x_t, mask_t, *(state if isinstance(state, tuple) else (state,))):
+                if leaf is not None:
+                    torch._dynamo.maybe_mark_dynamic(leaf, 0)
+            return _compiled(cell, x_t, state, mask_t, use_aux, keep_precision)
+
+        _COMPILED[cls] = fn
+    return fn
+
+
+def report_compile_time(seconds: float) -> None:
+    """Print, once per process, how long the first compiled forward took (mostly compiling)."""
+    global _reported
+    if not _reported:
+        _reported = True
+        print(f"lit_rnncells: compiled the recurrent step in {seconds:.1f} s (first forward; the backward compiles "
+              "on its first call; torch's compiler cache makes later runs faster)", flush=True)
+
+
+def timed_first_call() -> Optional[float]:
+    """``time.perf_counter()`` if the compile time is still to be reported, else ``None``."""
+    return None if _reported else time.perf_counter()

@@ -1,0 +1,251 @@
+"""One folder per ``fit``: where its config, checkpoints and logs go, and a lock against a second writer.
+
+Layout (docs/runs.md)::
+
+    <run folder>/                 --run_dir, or <trainer.default_root_dir or runs>/<YYYYmmdd-HHMMSS>
+        config.yaml               the full config of the fit (config-resume-1.yaml, ... for each resume)
+        checkpoints/              last.ckpt, the best checkpoint(s), interrupted.ckpt
+        logs/                     CSV / TensorBoard logs (logs-resume-1/, ... for each resume)
+        wandb/                    the W&B run(s)
+        .lock                     held while a fit writes here
+
+A resumed fit (``--ckpt_path <run>/checkpoints/<file>.ckpt``) writes into the checkpoint's run folder without
+overwriting anything. A folder that already holds another run is refused, and so is a folder another process is
+writing to. Under DDP the launching process (rank 0) chooses the folder and its launched ranks inherit it.
+"""
+from __future__ import annotations
+
+import os
+import re
+import time
+from pathlib import Path
+from typing import Dict, Optional, Tuple
+
+try:  # POSIX; without it (Windows) a run folder is not locked
+    import fcntl
+except ImportError:  # pragma: no cover
+    fcntl = None  # type: ignore[assignment]
+
+DEFAULT_ROOT = "runs"
+CONFIG_NAME = "config.yaml"
+CHECKPOINTS = "checkpoints"
+LOGS = "logs"
+LOCK_NAME = ".lock"
+RUN_MARKERS = (CONFIG_NAME, CHECKPOINTS, LOGS, "wandb")
+"""What makes a folder another run's: a fit's config, checkpoints or logs."""
+ENV = "LIT_RNNCELLS_RUN_DIR"
+"""Set by the launching process to the run folder it chose, so DDP ranks it starts use the same one."""
+
+_held: Dict[str, int] = {}  # run folder -> file descriptor of its held lock
+_created: set = set()  # run folders this process created (removed again if a fit fails before writing to them)
+
+
+class RunFolderError(ValueError):
+    """The run folder cannot be used; one sentence naming the problem and the fix."""
+
+
+def new_run_folder(root: Path) -> Path:
+    """A fresh ``<root>/<YYYYmmdd-HHMMSS>`` folder (``-1``, ``-2``, ... when that second is taken), created."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    root.mkdir(parents=True, exist_ok=True)
+    for n in range(1000):
+        folder = root / (stamp if n == 0 else f"{stamp}-{n}")
+        try:
+            folder.mkdir()
+            _created.add(str(folder.resolve()))
+            return folder
+        except FileExistsError:
+            continue
+    raise RunFolderError(f"Could not create a new run folder under {root}; pass --run_dir <a new folder>.")
+
+
+def holds_a_run(folder: Path) -> Optional[str]:
+    """The first thing in ``folder`` that belongs to a run (config.yaml, checkpoints/, logs/, wandb/), if any."""
+    for name in RUN_MARKERS:
+        if (folder / name).exists():
+            return name
+    return None
+
+
+def run_folder_of_checkpoint(ckpt_path: str) -> Optional[Path]:
+    """The run folder a checkpoint was written into (``<run>/checkpoints/x.ckpt`` beside ``<run>/config.yaml``)."""
+    ckpt = Path(ckpt_path).expanduser().resolve()
+    folder = ckpt.parent.parent
+    if ckpt.parent.name == CHECKPOINTS and (folder / CONFIG_NAME).is_file():
+        return folder
+    return None
+
+
+def choose(run_dir: Optional[str], ckpt_path: Optional[str], root: Optional[str]) -> Tuple[Path, bool]:
+    """The run folder of a fit and whether it resumes a run already there.
+
+    ``run_dir`` given: that folder; it must not hold another run unless ``ckpt_path`` is inside it (a resume).
+    Otherwise a checkpoint inside a run folder resumes there, and anything else gets a new folder under
+    ``root`` (``runs`` by default)."""
+    inherited = os.environ.get(ENV)
+    if inherited and os.environ.get("LOCAL_RANK", "0") != "0":  # a DDP rank started by the launching process
+        folder = Path(inherited)
+        return folder, holds_a_run(folder) is not None
+    ckpt_folder = run_folder_of_checkpoint(ckpt_path) if ckpt_path else None
+    if run_dir is not None:
+        folder = Path(run_dir).expanduser().resolve()
+        if folder.exists() and not folder.is_dir():
+            raise RunFolderError(f"--run_dir {run_dir} is a file; pass a folder path.")
+        found = holds_a_run(folder) if folder.is_dir() else None
+        if found is not None and ckpt_folder != folder:
+            last = folder / CHECKPOINTS / "last.ckpt"
+            fix = (f"resume it with --ckpt_path {last}, or pass a new --run_dir" if last.is_file()
+                   else "pass a new --run_dir")
+            raise RunFolderError(f"The run folder {folder} already holds another run ({found}); {fix}.")
+        if not folder.exists():
+            folder.mkdir(parents=True)
+            _created.add(str(folder))
+        return folder, found is not None
+    if ckpt_folder is not None:
+        return ckpt_folder, True
+    return new_run_folder(Path(root or DEFAULT_ROOT).expanduser().resolve()), False
+
+
+def resume_index(folder: Path) -> int:
+    """How many fits wrote into ``folder`` before: 0 for a new run, 1 for the first resume, ..."""
+    if not (folder / CONFIG_NAME).exists():
+        return 0
+    taken = [int(m.group(1)) for p in folder.glob("config-resume-*.yaml")
+             if (m := re.fullmatch(r"config-resume-(\d+)\.yaml", p.name))]
+    return max(taken, default=0) + 1
+
+
+def suffixed(name: str, index: int) -> str:
+    """``config.yaml`` -> ``config-resume-2.yaml``; ``logs`` -> ``logs-resume-2`` (index 0: unchanged)."""
+    if index == 0:
+        return name
+    stem, dot, ext = name.partition(".")
+    return f"{stem}-resume-{index}{dot}{ext}"
+
+
+def lock_holder(folder: Path) -> Optional[str]:
+    """Who holds ``folder``'s lock (``process N``), or ``None`` when nobody writes there."""
+    if fcntl is None or not (folder / LOCK_NAME).is_file():
+        return None
+    if str(folder.resolve()) in _held:
+        return f"process {os.getpid()}"
+    with open(folder / LOCK_NAME, "a+") as handle:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.seek(0)
+            return f"process {handle.read().strip() or '?'}"
+        fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+    return None
+
+
+def lock(folder: Path) -> None:
+    """Hold ``folder``'s lock until :func:`unlock` or the end of this process; refuse a folder another process
+    holds."""
+    key = str(folder.resolve())
+    if fcntl is None or key in _held:
+        return
+    fd = os.open(folder / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        holder = os.read(fd, 64).decode(errors="replace").strip() or "?"
+        os.close(fd)
+        raise RunFolderError(f"The run folder {folder} is in use by another fit (process {holder}); wait for it to "
+                             "finish or stop it, or pass another --run_dir.") from None
+    os.ftruncate(fd, 0)
+    os.write(fd, str(os.getpid()).encode())
+    _held[key] = fd
+
+
+def unlock(folder: Optional[Path] = None) -> None:
+    """Release ``folder``'s lock (every lock this process holds when ``None``)."""
+    keys = list(_held) if folder is None else [str(Path(folder).resolve())]
+    for key in keys:
+        fd = _held.pop(key, None)
+        if fd is not None:
+            os.close(fd)  # closing the descriptor releases the flock
+        path = Path(key)
+        if key in _created and path.is_dir() and {p.name for p in path.iterdir()} <= {LOCK_NAME}:
+            (path / LOCK_NAME).unlink(missing_ok=True)
+            path.rmdir()  # a fit that failed before writing anything leaves no empty run folder
+        _created.discard(key)
+
+
+def _logger_class(class_path: str) -> Optional[type]:
+    import importlib
+
+    if "." not in class_path:
+        class_path = f"lightning.pytorch.loggers.{class_path}"
+    module, _, name = class_path.rpartition(".")
+    try:
+        return getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError):
+        return None
+
+
+def _default_of(cls: type, name: str) -> object:
+    import inspect
+
+    parameter = inspect.signature(cls.__init__).parameters.get(name)
+    return None if parameter is None or parameter.default is inspect.Parameter.empty else parameter.default
+
+
+def logger_entries(logger: object) -> list:
+    """The ``{class_path, init_args}`` entries of a ``trainer.logger`` config value (a bool gives none)."""
+    items = logger if isinstance(logger, list) else [logger]
+    return [item for item in items if getattr(item, "get", None) is not None and item.get("class_path")]
+
+
+def given_save_dir(logger: object) -> Optional[str]:
+    """A ``save_dir`` the user gave a logger (not its default): the root their run folders go under."""
+    for entry in logger_entries(logger):
+        cls = _logger_class(str(entry["class_path"]))
+        init_args = entry.get("init_args") or {}
+        value = init_args.get("save_dir") if hasattr(init_args, "get") else None
+        if cls is not None and value is not None and value != _default_of(cls, "save_dir"):
+            return str(value)
+    return None
+
+
+def point_loggers(logger: object, folder: Path, index: int) -> None:
+    """Make every configured logger write inside ``folder``: W&B into ``wandb/``, CSV and TensorBoard into
+    ``logs/`` (``logs-resume-N/`` for the N-th resume, so nothing is overwritten)."""
+    from jsonargparse import Namespace
+    from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger
+
+    for entry in logger_entries(logger):
+        cls = _logger_class(str(entry["class_path"]))
+        if cls is None:
+            continue
+        import inspect
+
+        accepted = inspect.signature(cls.__init__).parameters
+        if entry.get("init_args") is None:
+            entry["init_args"] = Namespace()
+        init_args = entry["init_args"]
+        if "save_dir" in accepted:
+            init_args["save_dir"] = str(folder)
+        if issubclass(cls, (CSVLogger, TensorBoardLogger)):
+            init_args["name"] = ""
+            init_args["version"] = suffixed(LOGS, index)
+
+
+def finished(checkpoint: Dict, max_epochs: Optional[int], max_steps: Optional[int]) -> Optional[str]:
+    """Why resuming from ``checkpoint`` under these limits would train nothing (``None`` when it would train).
+
+    A step limit is reached when the checkpoint's optimiser steps reach ``max_steps``; an epoch limit when
+    ``max_epochs`` epochs ran to their last batch (Lightning's ``max_epochs=None`` with ``max_steps=-1`` is
+    1000 epochs)."""
+    steps = int(checkpoint.get("global_step", 0))
+    if max_steps is not None and max_steps >= 0 and steps >= max_steps:
+        return (f"it trained {steps} steps of max_steps {max_steps}; to train further, raise "
+                f"--trainer.max_steps (e.g. --trainer.max_steps {max(2 * steps, steps + 1)})")
+    loop = checkpoint.get("loops", {}).get("fit_loop", {})
+    epochs = int(loop.get("epoch_progress", {}).get("current", {}).get("processed", 0))
+    epoch_done = bool(loop.get("epoch_loop.batch_progress", {}).get("is_last_batch", False))
+    limit = max_epochs if max_epochs is not None else (1000 if max_steps in (None, -1) else -1)
+    if limit is not None and limit >= 0 and epoch_done and epochs >= limit:
+        return (f"it trained {epochs} epochs of max_epochs {limit}; to train further, raise "
+                f"--trainer.max_epochs (e.g. --trainer.max_epochs {max(2 * epochs, epochs + 1)})")
+    return None

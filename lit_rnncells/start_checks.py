@@ -1,0 +1,85 @@
+"""Checks and facts the command line gives before any work starts: a GPU trainer config on a machine
+without a GPU is one error line (not Lightning's 40-line traceback), and every run says how many
+parameters its model has and where it runs, warning when a GPU-sized model is about to train on a CPU."""
+from __future__ import annotations
+
+import inspect
+import sys
+from typing import Any, List, Optional, TextIO
+
+import torch
+from lightning.pytorch import LightningModule, Trainer
+
+GPU_SIZED_PARAMETERS = 20_000_000
+"""Above this many parameters a model is "GPU-sized": on a CPU one training step takes seconds to minutes."""
+CPU_FIX = "--trainer.accelerator cpu --trainer.devices 1 --trainer.strategy auto"
+
+
+def _accelerator_name(trainer_config: Any) -> Optional[str]:
+    value = trainer_config.get("accelerator") if trainer_config is not None else None
+    if isinstance(value, str):
+        return value.lower()
+    return None  # "auto", an Accelerator instance or a class_path: Lightning decides
+
+
+def gpu_missing(name: Optional[str]) -> bool:
+    """Whether ``name`` asks for a GPU kind this machine does not have."""
+    if name in ("gpu", "cuda"):
+        return not (torch.cuda.is_available() or (name == "gpu" and _mps_available()))
+    if name == "mps":
+        return not _mps_available()
+    return False
+
+
+def _mps_available() -> bool:
+    backend = getattr(torch.backends, "mps", None)
+    return bool(backend is not None and backend.is_available())
+
+
+def check_accelerator(trainer_config: Any) -> None:
+    """Refuse, in one sentence with the fix, a trainer config that needs a GPU this machine lacks."""
+    name = _accelerator_name(trainer_config)
+    if gpu_missing(name):
+        raise ValueError(f"The trainer config asks for accelerator '{name}' (e.g. configs/trainer/gpu.yaml or "
+                         f"multi_gpu.yaml), but torch finds no GPU on this machine; run on the CPU by dropping that "
+                         f"config or adding {CPU_FIX}.")
+
+
+def parameter_count(model: torch.nn.Module) -> int:
+    return sum(p.numel() for p in model.parameters())
+
+
+def _size_options(model: LightningModule) -> List[str]:
+    """The size options of this task that shrink it (those its constructor has)."""
+    try:
+        names = inspect.signature(type(model).__init__).parameters
+    except (TypeError, ValueError):
+        return []
+    return [f"--model.init_args.{n} {v}" for n, v in (("hidden_size", 256), ("embedding_size", 128))
+            if n in names]
+
+
+def describe_start(model: LightningModule, trainer: Trainer, stage: str) -> List[str]:
+    """The lines printed at start: the model's size and device, and the GPU-sized-on-CPU warning."""
+    count = parameter_count(model)
+    try:
+        device = trainer.strategy.root_device
+    except (AttributeError, IndexError, TypeError, RuntimeError):
+        device = torch.device(trainer.accelerator.__class__.__name__.replace("Accelerator", "").lower() or "cpu")
+    where = f"{device.type}" + (f" ({torch.get_num_threads()} threads)" if device.type == "cpu" else "")
+    devices = f" x {trainer.num_devices} devices" if trainer.num_devices > 1 else ""
+    lines = [f"{type(model).__name__}: {count:,} parameters; {stage} on {where}{devices}."]
+    if device.type == "cpu" and count > GPU_SIZED_PARAMETERS:
+        shrink = " ".join(_size_options(model)) or "smaller size options"
+        lines.append(f"warning: this config is GPU-sized ({count / 1e6:.1f}M parameters, over "
+                     f"{GPU_SIZED_PARAMETERS // 1_000_000}M) and runs on the CPU, where a step can take a minute; "
+                     f"shrink it for a CPU run ({shrink}; for a smoke run also --trainer.limit_val_batches 2 "
+                     f"--trainer.limit_test_batches 2), or train on a GPU with --config configs/trainer/gpu.yaml.")
+    return lines
+
+
+def report_start(model: LightningModule, trainer: Trainer, stage: str, stream: Optional[TextIO] = None) -> None:
+    """Print :func:`describe_start`'s lines on rank 0 (to standard error: predictions keep standard output)."""
+    if trainer.is_global_zero:
+        for line in describe_start(model, trainer, stage):
+            print(line, file=stream or sys.stderr, flush=True)

@@ -1,0 +1,144 @@
+"""Every fit gets its own run folder (issue 19, items 5, 8, 9, 10, 20): config, checkpoints and logs all inside it,
+whatever the logger; a resume writes into the same folder without overwriting; a folder holding another run, or
+locked by another fit, is refused with one line."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Dict
+
+import pytest
+
+from lit_rnncells import run_folder
+from lit_rnncells.cli import run
+
+ROOT = Path(__file__).resolve().parents[1]
+LOGIC = str(ROOT / "configs" / "logic" / "mufuru.yaml")
+TINY = ["--config", LOGIC, "--data.init_args.train_size", "64", "--data.init_args.val_size", "16",
+        "--data.init_args.test_size", "32", "--trainer.max_epochs", "1", "--trainer.enable_progress_bar", "false",
+        "--test_after_fit", "false"]
+CSV = ["--trainer.logger", "lightning.pytorch.loggers.CSVLogger", "--trainer.logger.save_dir", "runs"]
+
+
+def files(folder: Path) -> Dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def one_run_folder(cwd: Path) -> Path:
+    folders = [p for p in (cwd / "runs").iterdir()]
+    assert len(folders) == 1, folders
+    return folders[0]
+
+
+@pytest.mark.parametrize("logger", [["--trainer.logger", "false"], CSV, []], ids=["no-logger", "csv", "wandb"])
+def test_a_fit_writes_only_inside_its_own_run_folder(logger, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert run(["fit", *TINY, *logger]) == 0
+    assert [p.name for p in tmp_path.iterdir()] == ["runs"]  # nothing in the working folder outside runs/
+    folder = one_run_folder(tmp_path)
+    assert (folder / "config.yaml").is_file() and list((folder / "checkpoints").glob("*.ckpt"))
+    if logger == CSV:
+        assert (folder / "logs" / "metrics.csv").is_file()
+    assert f"Run folder: {folder}" in capsys.readouterr().out
+
+
+def test_two_fits_get_two_folders(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert run(["fit", *TINY, "--trainer.logger", "false"]) == 0
+    assert run(["fit", *TINY, "--trainer.logger", "false"]) == 0
+    folders = sorted((tmp_path / "runs").iterdir())
+    assert len(folders) == 2 and all((f / "config.yaml").is_file() for f in folders)
+
+
+def test_resume_writes_into_the_same_folder_without_overwriting(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert run(["fit", *TINY, *CSV, "--run_dir", "runs/one"]) == 0
+    folder = tmp_path / "runs" / "one"
+    before = files(folder)
+    ckpt = next((folder / "checkpoints").glob("*.ckpt"))
+    capsys.readouterr()
+    assert run(["fit", "--config", str(folder / "config.yaml"), "--trainer.max_epochs", "2",
+                "--ckpt_path", str(ckpt)]) == 0
+    after = files(folder)
+    assert {k: v for k, v in after.items() if k in before} == before  # nothing of the first fit changed
+    assert "config-resume-1.yaml" in after and "logs-resume-1/metrics.csv" in after
+    assert [p.name for p in (tmp_path / "runs").iterdir()] == ["one"]
+    assert "config-resume-1.yaml" in capsys.readouterr().out
+
+
+def test_a_folder_holding_another_run_is_refused(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert run(["fit", *TINY, *CSV, "--run_dir", "runs/one"]) == 0
+    before = files(tmp_path)
+    capsys.readouterr()
+    assert run(["fit", *TINY, *CSV, "--run_dir", "runs/one"]) == 2
+    lines = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("error: ")]
+    assert len(lines) == 1 and "already holds another run" in lines[0] and "--run_dir" in lines[0], lines
+    assert files(tmp_path) == before
+
+
+def test_a_locked_folder_is_refused(tmp_path, monkeypatch, capsys):
+    """Another process writing into the run folder holds its lock: a second fit there stops before training."""
+    monkeypatch.chdir(tmp_path)
+    folder = tmp_path / "runs" / "busy"
+    folder.mkdir(parents=True)
+    import fcntl
+
+    fd = os.open(folder / run_folder.LOCK_NAME, os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.write(fd, b"4242")
+        assert run_folder.lock_holder(folder) == "process 4242"
+        assert run(["fit", *TINY, "--trainer.logger", "false", "--run_dir", str(folder)]) == 2
+    finally:
+        os.close(fd)
+    lines = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("error: ")]
+    assert len(lines) == 1 and "in use by another fit (process 4242)" in lines[0], lines
+    assert [p.name for p in folder.iterdir()] == [run_folder.LOCK_NAME]
+    assert run_folder.lock_holder(folder) is None
+
+
+def test_a_failed_fit_leaves_no_empty_run_folder(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert run(["fit", *TINY, "--model.init_args.hidden_size", "0"]) == 2
+    assert not (tmp_path / "runs").exists() or not list((tmp_path / "runs").iterdir())
+
+
+def test_fit_prints_test_and_resume_when_no_best_checkpoint_exists(tmp_path, monkeypatch, capsys):
+    """max_steps ends before the first validation: no best checkpoint, but last.ckpt tests and resumes."""
+    monkeypatch.chdir(tmp_path)
+    best = {"class_path": "lightning.pytorch.callbacks.ModelCheckpoint",
+            "init_args": {"monitor": "val/acc", "mode": "max", "save_last": True}}
+    assert run(["fit", *TINY, "--trainer.logger", "false", "--trainer.max_steps", "1",
+                "--trainer.check_val_every_n_epoch", "2", "--trainer.callbacks+=" + json.dumps(best)]) == 0
+    out = capsys.readouterr().out
+    last = one_run_folder(tmp_path) / "checkpoints" / "last.ckpt"
+    assert f"Test it:   python -m lit_rnncells test --config {last.parent.parent / 'config.yaml'} " \
+           f"--ckpt_path {last}" in out
+    assert f"--ckpt_path {last}" in out.split("Resume it:")[1]
+    assert run(["test", "--config", str(last.parent.parent / "config.yaml"), "--ckpt_path", str(last)]) == 0
+
+
+def test_resuming_a_finished_run_says_so_and_trains_nothing(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert run(["fit", *TINY, *CSV, "--run_dir", "runs/done"]) == 0
+    folder = tmp_path / "runs" / "done"
+    ckpt = next((folder / "checkpoints").glob("*.ckpt"))
+    before = files(tmp_path)
+    capsys.readouterr()
+    assert run(["fit", "--config", str(folder / "config.yaml"), "--ckpt_path", str(ckpt)]) == 0
+    out = capsys.readouterr().out
+    assert "had finished" in out and "raise --trainer.max_epochs (e.g. --trainer.max_epochs 2)" in out
+    assert "test/acc" not in out and "Run folder" not in out
+    assert files(tmp_path) == before  # no new config, logs, checkpoint or W&B run
+
+
+def test_resuming_a_run_that_reached_max_steps_says_to_raise_max_steps(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert run(["fit", *TINY, "--trainer.logger", "false", "--trainer.max_epochs", "5", "--trainer.max_steps", "3",
+                "--run_dir", "runs/steps"]) == 0
+    ckpt = next((tmp_path / "runs" / "steps" / "checkpoints").glob("*.ckpt"))
+    capsys.readouterr()
+    assert run(["fit", "--config", str(tmp_path / "runs" / "steps" / "config.yaml"), "--ckpt_path", str(ckpt)]) == 0
+    assert "raise --trainer.max_steps (e.g. --trainer.max_steps 6)" in capsys.readouterr().out

@@ -1,0 +1,61 @@
+"""What the command line checks and says before work starts (lit_rnncells/start_checks.py): a GPU trainer
+config on a machine without a GPU is one error line; every run names its parameter count and device; a
+GPU-sized model on a CPU gets a warning with the options that shrink it."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from lightning.pytorch import Trainer
+
+from lit_rnncells import start_checks
+from lit_rnncells.cli import run
+from lit_rnncells.tasks import LanguageModel
+
+ROOT = Path(__file__).resolve().parents[1]
+LOGIC = str(ROOT / "configs" / "logic" / "mufuru.yaml")
+TINY = ["--data.init_args.train_size", "32", "--data.init_args.val_size", "8", "--data.init_args.test_size", "8",
+        "--trainer.max_epochs", "1", "--trainer.enable_progress_bar", "false", "--trainer.enable_model_summary",
+        "false", "--trainer.logger", "false", "--test_after_fit", "false"]
+
+
+def error_lines(text: str):
+    return [ln for ln in text.splitlines() if ln.startswith("error: ")]
+
+
+@pytest.mark.parametrize("trainer_config", ["gpu.yaml", "multi_gpu.yaml"])
+def test_a_gpu_trainer_config_without_a_gpu_is_one_error_line(trainer_config, tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(start_checks, "_mps_available", lambda: False)
+    monkeypatch.chdir(tmp_path)
+    code = run(["fit", "--config", LOGIC, "--config", str(ROOT / "configs" / "trainer" / trainer_config), *TINY])
+    err = capsys.readouterr().err
+    assert code == 2, err[-2000:]
+    lines = error_lines(err)
+    assert len(lines) == 1 and "asks for accelerator 'gpu'" in lines[0], err[-2000:]
+    assert "--trainer.accelerator cpu --trainer.devices 1" in lines[0]
+    assert "Traceback" not in err and not list(tmp_path.rglob("*"))
+
+
+def test_fit_names_the_parameter_count_and_device_at_start(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert run(["fit", "--config", LOGIC, *TINY, "--trainer.default_root_dir", str(tmp_path)]) == 0
+    err = capsys.readouterr().err
+    line = next(ln for ln in err.splitlines() if ln.startswith("LogicEvaluator: "))
+    count = int(line.split(": ")[1].split(" parameters")[0].replace(",", ""))
+    weights = torch.load(next(tmp_path.rglob("*.ckpt")), weights_only=True)["state_dict"]
+    assert count == sum(v.numel() for k, v in weights.items() if "running_" not in k) > 0
+    assert "; fit on cpu (" in line and "GPU-sized" not in err
+
+
+def test_a_gpu_sized_model_on_the_cpu_is_warned_with_the_options_that_shrink_it():
+    trainer = Trainer(accelerator="cpu", devices=1, logger=False, enable_checkpointing=False)
+    big = LanguageModel("GRU", vocab_size=50, embedding_size=64, hidden_size=2600)
+    assert start_checks.parameter_count(big) > start_checks.GPU_SIZED_PARAMETERS
+    lines = start_checks.describe_start(big, trainer, "fit")
+    assert lines[0].startswith(f"LanguageModel: {start_checks.parameter_count(big):,} parameters; fit on cpu")
+    assert len(lines) == 2 and lines[1].startswith("warning: this config is GPU-sized (")
+    assert "--model.init_args.hidden_size 256 --model.init_args.embedding_size 128" in lines[1]
+    small = LanguageModel("GRU", vocab_size=50, embedding_size=8, hidden_size=16)
+    assert len(start_checks.describe_start(small, trainer, "fit")) == 1

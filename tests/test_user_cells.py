@@ -1,0 +1,30 @@
+"""A user's own cell in a config: named by its import path it trains; by its bare name (its module not
+imported) the error says to give the import path."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from lit_rnncells.cli import run
+
+ROOT = Path(__file__).resolve().parents[1]
+LOGIC = str(ROOT / "configs" / "logic" / "mufuru.yaml")
+TINY = ["--data.init_args.train_size", "32", "--data.init_args.val_size", "8", "--data.init_args.test_size", "8",
+        "--trainer.max_epochs", "1", "--trainer.enable_progress_bar", "false", "--trainer.enable_model_summary",
+        "false", "--trainer.logger", "false", "--test_after_fit", "false"]
+
+
+def test_a_cell_of_a_users_module_trains_by_its_import_path(tmp_path, monkeypatch):
+    monkeypatch.chdir(ROOT)  # where tests.examples imports, as the README says for a user's module
+    assert run(["fit", "--config", LOGIC, *TINY, "--trainer.default_root_dir", str(tmp_path),
+                "--model.init_args.cell", "tests.examples.minimal_cell.MinimalRNN"]) == 0
+    assert list(tmp_path.rglob("*.ckpt"))
+
+
+def test_an_unimported_cell_name_suggests_the_import_path(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert run(["fit", "--config", LOGIC, *TINY, "--model.init_args.cell", "MyOwnCell"]) == 2
+    lines = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("error: ")]
+    assert len(lines) == 1 and "Unknown cell 'MyOwnCell'" in lines[0]
+    assert "import path, e.g. mycells.minimal.MyOwnCell" in lines[0]
+    assert not os.listdir(tmp_path)
