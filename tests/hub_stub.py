@@ -25,6 +25,14 @@ COMMIT = "c0ffee" + "0" * 34
 MAIN_COMMIT = "badc0de" + "0" * 33
 
 
+def reset_sessions() -> None:
+    """Older huggingface_hub (< 1.0) caches its HTTP session, offline or not, when first used: start anew."""
+    from huggingface_hub import utils
+
+    if hasattr(utils, "reset_sessions"):
+        utils.reset_sessions()
+
+
 class HubStub:
     """A local hub cache the code reads through the real ``huggingface_hub`` / ``datasets`` calls."""
 
@@ -36,6 +44,7 @@ class HubStub:
         monkeypatch.setattr(constants, "HF_HUB_CACHE", str(self.cache))
         monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)  # what HF_HUB_OFFLINE=1 sets at import
         monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", root / "datasets")
+        reset_sessions()
 
     def publish(self, repo: str, config: str, splits: Dict[str, "datasets.Dataset"], *, release: bool = False,  # noqa: F821
                 script: Optional[str] = None, commit: str = COMMIT) -> Path:
@@ -153,3 +162,95 @@ class LoadDatasetSpy:
             return real(path, *args, **kwargs)
 
         monkeypatch.setattr(datasets, "load_dataset", spy)
+
+
+class LiveHub:
+    """A hub over HTTP on localhost (``HF_ENDPOINT``), for the online path: the tree API
+    (``/api/datasets/<repo>/tree/<revision>/<path>``) and file resolution (``/datasets/<repo>/resolve/
+    <revision>/<file>``, HEAD and GET with the ``X-Repo-Commit`` / ``ETag`` headers), answering missing
+    repos, revisions and paths with the hub's ``X-Error-Code`` (``RepoNotFound``, ``RevisionNotFound``,
+    ``EntryNotFound``) so ``huggingface_hub`` raises what it raises against the real hub."""
+
+    def __init__(self, root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        import datasets
+        from huggingface_hub import constants
+
+        self.repos: Dict[str, Dict[str, Dict[str, bytes]]] = {}  # repo → revision → path → bytes
+        self.listed_size: Dict[str, int] = {}  # path → a size the tree API states instead of the real one
+        hub_self = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args) -> None:  # quiet
+                pass
+
+            def _answer(self, body: bytes, code: int = 200, headers: Optional[Dict[str, str]] = None) -> None:
+                self.send_response(code)
+                for key, value in (headers or {}).items():
+                    self.send_header(key, value)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(body)
+
+            def _error(self, code: str) -> None:
+                self._answer(b"{}", 404, {"X-Error-Code": code, "Content-Type": "application/json"})
+
+            def _route(self) -> None:
+                import hashlib
+                import json
+                from urllib.parse import unquote, urlparse
+
+                parts = urlparse(self.path).path.strip("/").split("/")
+                api = parts[0] == "api"
+                parts = parts[2:] if api else parts[1:]  # drop "api/datasets" or "datasets"
+                repo, verb, revision, rest = "/".join(parts[:2]), parts[2], unquote(parts[3]), "/".join(parts[4:])
+                rest = unquote(rest)
+                if repo not in hub_self.repos:
+                    return self._error("RepoNotFound")
+                if revision not in hub_self.repos[repo]:
+                    return self._error("RevisionNotFound")
+                files = hub_self.repos[repo][revision]
+                commit = hashlib.sha1(f"{repo}@{revision}".encode()).hexdigest()
+                if api and verb == "tree":
+                    inside = sorted(p for p in files if p.startswith(rest + "/"))
+                    if not inside:
+                        return self._error("EntryNotFound")
+                    listing = [{"type": "file", "oid": hashlib.sha1(files[p]).hexdigest(), "path": p,
+                                "size": hub_self.listed_size.get(p, len(files[p]))} for p in inside]
+                    return self._answer(json.dumps(listing).encode(), headers={"Content-Type": "application/json"})
+                if verb == "resolve" and rest in files:
+                    return self._answer(files[rest], headers={"X-Repo-Commit": commit,
+                                                              "ETag": f'"{hashlib.sha1(files[rest]).hexdigest()}"'})
+                return self._error("EntryNotFound")
+
+            do_GET = do_HEAD = _route
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{self.server.server_address[1]}")
+        monkeypatch.setattr(constants, "HF_HUB_CACHE", str(root / "hub"))
+        monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+        monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", root / "datasets")
+        reset_sessions()
+        self.monkeypatch = monkeypatch
+
+    def publish(self, repo: str, config: str, splits: Dict[str, "datasets.Dataset"],  # noqa: F821
+                revision: str = hub.PARQUET_REVISION) -> None:
+        """``splits`` as ``repo``'s Parquet export of ``config`` on ``revision``; the counts expected are
+        this copy's."""
+        import io
+
+        files = self.repos.setdefault(repo, {}).setdefault(revision, {})
+        for split, data in splits.items():
+            buffer = io.BytesIO()
+            data.to_parquet(buffer)
+            files[f"{config}/{split}/0000.parquet"] = buffer.getvalue()
+        self.monkeypatch.setitem(hub.ROWS, (repo, config), {s: len(d) for s, d in splits.items()})
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        reset_sessions()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import random
+import shutil
 from pathlib import Path
 from typing import Dict, List
 
@@ -21,8 +22,8 @@ from lit_rnncells.data import language_model as lm_data
 from lit_rnncells.data import translation as tr
 from lit_rnncells.errors import user_message
 
-from .hub_stub import (COMMIT, HubStub, LoadDatasetSpy, gigaword_rows, imdb_rows, pair_rows, ptb_rows, semeval_rows,
-                       sst2_rows, text_rows, translation_rows)
+from .hub_stub import (COMMIT, HubStub, LoadDatasetSpy, gigaword_rows, imdb_rows, pair_rows, ptb_rows, reset_sessions,
+                       semeval_rows, sst2_rows, text_rows, translation_rows)
 from .test_sentiment_data import imdb_archive, semeval_folder, tiny
 
 PTB = "ptb-text-only/ptb_text_only"
@@ -30,8 +31,10 @@ HUB_SPLITS = (("train", "train"), ("validation", "valid"), ("test", "test"))
 
 
 @pytest.fixture
-def stub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> HubStub:
-    return HubStub(tmp_path, monkeypatch)
+def stub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    yield HubStub(tmp_path, monkeypatch)
+    monkeypatch.undo()
+    reset_sessions()  # no offline HTTP session left behind for later tests (older huggingface_hub)
 
 
 def lines(path: Path) -> List[str]:
@@ -302,3 +305,41 @@ def test_every_hub_id_the_library_names_has_a_known_export() -> None:
     assert named == set(hub.KNOWN)
     assert {repo for repo, info in hub.KNOWN.items() if info.script} == {
         PTB, "LTCB/enwik8", "IWSLT/iwslt2017", "Harvard/gigaword", semeval.HUB_ID}
+
+
+# --- the online path, against a hub over HTTP on localhost -------------------------------------------------
+@pytest.fixture
+def live(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    from .hub_stub import LiveHub
+
+    server = LiveHub(tmp_path, monkeypatch)
+    yield server
+    monkeypatch.undo()
+    server.close()
+
+
+def test_online_the_listing_is_fetched_size_checked_and_each_failure_named(tmp_path: Path, live) -> None:
+    folder = ptb_like(tmp_path / "ptb", {"train": 40, "valid": 8, "test": 8})
+    live.publish(PTB, "penn_treebank", {h: ptb_rows(lines(folder / f"ptb.{s}.txt")) for h, s in HUB_SPLITS})
+    small = dict(batch_size=2, eval_batch_size=2, bptt=5, cache_dir="")
+    from_hub = LanguageModelDataModule("ptb_word", PTB, **small)
+    local = LanguageModelDataModule("ptb_word", str(folder), **small)
+    assert all(torch.equal(from_hub.splits[s], local.splits[s]) for s in ("train", "valid", "test"))
+    storage = Path(hub._storage(PTB))
+    assert (storage / "refs" / hub.PARQUET_REVISION).is_file()  # fetched into the usual hub cache
+
+    def failure(data_dir: str, **kwargs) -> str:
+        with pytest.raises(hub.HubError) as error:
+            LanguageModelDataModule("ptb_word", data_dir, **{**small, **kwargs})
+        return str(error.value)
+
+    assert "no such dataset repo (or it is private or gated)" in failure("someone/nothing")
+    assert failure(f"{PTB}@v0").startswith(  # a script repo with no such revision of its export
+        f"Could not load '{PTB}' from the Hugging Face hub: it has no revision 'v0' (the repo holds a loading "
+        "script, which datasets >= 4 no longer runs, so only its Parquet export can be read); to use a local copy")
+    live.repos[PTB][hub.PARQUET_REVISION].pop("penn_treebank/test/0000.parquet")
+    assert "its revision 'refs/convert/parquet' has no penn_treebank/test/ (missing config or split)" in failure(PTB)
+    live.publish(PTB, "penn_treebank", {h: ptb_rows(lines(folder / f"ptb.{s}.txt")) for h, s in HUB_SPLITS})
+    live.listed_size["penn_treebank/train/0000.parquet"] = 123
+    shutil.rmtree(storage)
+    assert "penn_treebank/train/0000.parquet has" in failure(PTB) and "but the hub lists 123" in failure(PTB)

@@ -75,6 +75,11 @@ def split_hub_id(data_dir: str) -> Tuple[str, Optional[str]]:
     return repo, (revision or None)
 
 
+def _endpoint() -> Optional[str]:
+    """``HF_ENDPOINT`` (a mirror of the hub) as set now; ``None``: huggingface_hub's default."""
+    return os.environ.get("HF_ENDPOINT") or None
+
+
 def _storage(repo: str) -> Path:
     from huggingface_hub import constants
     from huggingface_hub.file_download import repo_folder_name
@@ -119,7 +124,8 @@ def _shards(repo: str, revision: str, folder: str, local: str) -> Tuple[List[str
     from huggingface_hub.utils import HfHubHTTPError, RepositoryNotFoundError, RevisionNotFoundError
 
     try:
-        entries = list(HfApi().list_repo_tree(repo, path_in_repo=folder, revision=revision, repo_type="dataset"))
+        entries = list(HfApi(endpoint=_endpoint()).list_repo_tree(repo, path_in_repo=folder, revision=revision,
+                                                                  repo_type="dataset"))
     except RepositoryNotFoundError:
         raise _fail(repo, "no such dataset repo (or it is private or gated)", local) from None
     except RevisionNotFoundError:
@@ -150,7 +156,7 @@ def parquet_split(repo: str, config: str, split: str, revision: str, local: str)
     paths = []
     for name in names:
         try:  # the cache the listing used (read now: older huggingface_hub copied its default at import)
-            path = hf_hub_download(repo, name, repo_type="dataset", revision=revision,
+            path = hf_hub_download(repo, name, repo_type="dataset", revision=revision, endpoint=_endpoint(),
                                    cache_dir=constants.HF_HUB_CACHE, local_files_only=sizes is None)
         except Exception as error:
             raise _fail(repo, f"downloading {name} at revision {revision!r} failed ({type(error).__name__})",
