@@ -8,10 +8,10 @@ read, on the revision ``refs/convert/parquet``, laid out ``<config>/<split>/0000
 This module reads that export, for every hub id alike (Parquet repos too, so one path serves all):
 
 1. list the split's shards (``HfApi.list_repo_tree``; offline, the shards already in the local hub cache);
-2. fetch each with ``huggingface_hub.hf_hub_download`` (the usual cache, ``HF_HUB_OFFLINE`` honoured) and
-   check its size against the listing;
+2. fetch each with ``huggingface_hub.hf_hub_download`` (the usual cache; ``HF_HUB_OFFLINE`` and
+   ``HF_ENDPOINT`` honoured) and check its size against the listing;
 3. read them with ``datasets.load_dataset("parquet", data_files=...)``, which no script can hijack,
-   and check the row count against the known figure of the repo (:data:`KNOWN`).
+   and check the row count against the release's figure (:data:`ROWS`).
 
 The commit read is logged; ``data_dir: owner/name@<revision>`` pins one (a commit of the
 ``refs/convert/parquet`` branch). Every failure is one sentence naming the repo, the cause (script repo
