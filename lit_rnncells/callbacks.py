@@ -59,18 +59,38 @@ def _all_finite(tensors: Any) -> bool:
     return all(bool(torch.isfinite(t).all()) for t in tensors if isinstance(t, torch.Tensor) and t.is_floating_point())
 
 
+DIVERGENCE_THRESHOLD = 10.0
+"""Default ``--divergence_threshold``: a finite training loss above this many times its running minimum."""
+DIVERGENCE_PATIENCE = 10
+"""Consecutive training steps the loss must stay exploded before the run stops."""
+
+
 class FiniteGuard(Callback):
-    """Stops a diverging run at the first non-finite loss or gradient, before the optimiser applies it.
+    """Stops a diverging run: at the first non-finite loss or gradient, before the optimiser applies it, and
+    when a finite loss explodes.
 
     The loss is checked before each backward pass and the gradients before each optimiser step (skipped
     when a gradient scaler handles overflow, as under ``16-mixed``); under DDP the ranks agree, so all stop
     together. A checkpoint whose weights are not finite is never written. The error names the step, the
     last finite loss and the usual causes.
+
+    A finite loss has exploded when it is above ``threshold`` times its running minimum and above the first
+    loss of the run (so a task whose loss nears 0 is not stopped by ordinary noise) for ``patience``
+    consecutive steps; ``threshold`` 0 turns this check off. While the loss is exploded no checkpoint is
+    written, so the diverged model never becomes the best or the last one.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, threshold: float = DIVERGENCE_THRESHOLD, patience: int = DIVERGENCE_PATIENCE) -> None:
         super().__init__()
+        if threshold < 0 or (0 < threshold <= 1):
+            raise ValueError(f"divergence_threshold must be 0 (off) or above 1, got {threshold}; the default is "
+                             f"{DIVERGENCE_THRESHOLD:g}.")
+        self.threshold = threshold
+        self.patience = patience
         self.last_finite: Optional[Tuple[int, float]] = None
+        self.first: Optional[float] = None
+        self.minimum: Optional[float] = None
+        self.exploded_steps = 0
 
     def _stop(self, trainer: Trainer, pl_module: LightningModule, what: str) -> None:
         last = ("no finite loss was seen yet" if self.last_finite is None
@@ -90,7 +110,27 @@ class FiniteGuard(Callback):
         finite = bool(torch.isfinite(loss.detach()).all())
         if not self._agree(trainer, finite):
             self._stop(trainer, pl_module, "loss")
-        self.last_finite = (trainer.global_step, float(loss.detach()))
+        value = float(loss.detach())
+        self.last_finite = (trainer.global_step, value)
+        if self.threshold > 0:
+            self._check_explosion(trainer, value)
+
+    def _check_explosion(self, trainer: Trainer, value: float) -> None:
+        if self.first is None:
+            self.first = self.minimum = value
+            return
+        exploded = value > self.threshold * self.minimum and value > self.first
+        exploded = bool(trainer.strategy.reduce_boolean_decision(exploded, all=False))  # any rank: all stop together
+        self.exploded_steps = self.exploded_steps + 1 if exploded else 0
+        self.minimum = min(self.minimum, value)
+        if self.exploded_steps >= self.patience:
+            lr = ", ".join(f"{group['lr']:.3g}" for opt in trainer.optimizers for group in opt.param_groups)
+            raise TrainingDiverged(
+                f"The training loss exploded: {value:.4g} at step {trainer.global_step} (epoch "
+                f"{trainer.current_epoch}), above {self.threshold:g}x its running minimum {self.minimum:.4g} and "
+                f"above the first loss {self.first:.4g} for {self.exploded_steps} consecutive steps; the run "
+                f"stopped and kept no checkpoint of the diverged model; lower the learning rate (lr {lr}) or set "
+                "--trainer.gradient_clip_val, then start again (--divergence_threshold 0 turns this check off).")
 
     def on_before_optimizer_step(self, trainer: Trainer, pl_module: LightningModule, optimizer: Any) -> None:
         if getattr(trainer.precision_plugin, "scaler", None) is not None:
@@ -102,6 +142,13 @@ class FiniteGuard(Callback):
     def on_save_checkpoint(self, trainer: Trainer, pl_module: LightningModule, checkpoint: Dict[str, Any]) -> None:
         if not _all_finite(checkpoint.get("state_dict", {}).values()):
             self._stop(trainer, pl_module, "weights")
+        if self.exploded_steps > 0 and trainer.state.fn == "fit":
+            raise TrainingDiverged(
+                f"The training loss exploded: {self.last_finite[1]:.4g} at step {trainer.global_step}, above "
+                f"{self.threshold:g}x its running minimum {self.minimum:.4g} and above the first loss "
+                f"{self.first:.4g}, when a checkpoint was due; the run stopped without saving the diverged model; "
+                "lower the learning rate or set --trainer.gradient_clip_val, then start again "
+                "(--divergence_threshold 0 turns this check off).")
 
 
 INTERRUPTED_EXIT_CODE: Optional[int] = None

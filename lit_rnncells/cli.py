@@ -19,7 +19,8 @@ from . import data as _data  # noqa: F401
 from . import tasks as _tasks  # noqa: F401
 from . import callbacks as _callbacks
 from .cpu_defaults import keep_freed_memory, threads_for
-from .callbacks import FiniteGuard, InterruptCheckpoint, PredictionWriter, TrainingDiverged
+from .callbacks import (DIVERGENCE_PATIENCE, DIVERGENCE_THRESHOLD, FiniteGuard, InterruptCheckpoint,
+                        PredictionWriter, TrainingDiverged)
 from .data.checkpoint_state import read_checkpoint
 from .errors import user_message
 from .quiet import quiet_known_noise
@@ -98,6 +99,12 @@ class LitRNNCellsCLI(LightningCLI):
                             help="fit: the run's folder (config, checkpoints, logs). Default: a new "
                                  "<trainer.default_root_dir or runs>/<YYYYmmdd-HHMMSS>; resuming from a checkpoint "
                                  "in a run folder writes into that folder. See docs/runs.md.")
+
+
+        parser.add_argument("--divergence_threshold", type=float, default=DIVERGENCE_THRESHOLD,
+                            help="fit: stop with an error when the training loss stays above this many times its "
+                                 f"running minimum (and above its first value) for {DIVERGENCE_PATIENCE} "
+                                 "consecutive steps; 0 turns the check off.")
         for name in DATA_TO_MODEL_LINKS:
             parser.link_arguments(f"data.{name}", f"model.init_args.{name}", apply_on="instantiate")
 
@@ -202,12 +209,14 @@ class LitRNNCellsCLI(LightningCLI):
         self._apply_run_folder()
         self._check_data_against_checkpoint()
         if self.subcommand:
-            report_start(self.model, self.trainer, self.subcommand)
+            report_start(self.model, self.trainer, self.subcommand, self.datamodule)
         threads = threads_for(self.model)
         if threads is not None and isinstance(self.trainer.accelerator, CPUAccelerator):
             torch.set_num_threads(threads)  # small models: see cpu_defaults.py
-        if self.subcommand == "fit":
-            self.trainer.callbacks.extend([FiniteGuard(), InterruptCheckpoint()])
+        if self.subcommand == "fit" or self.run_folder is not None:  # run_folder: a caller fits (compare's runs)
+            fit_config = self.config.get("fit", self.config) if self.subcommand else self.config
+            threshold = fit_config.get("divergence_threshold", DIVERGENCE_THRESHOLD)
+            self.trainer.callbacks.extend([FiniteGuard(threshold), InterruptCheckpoint()])
         if self.subcommand == "predict":
             output = self.config.get("predict", {}).get("predict_output")
             self.trainer.callbacks.append(PredictionWriter(output))

@@ -78,8 +78,21 @@ def describe_start(model: LightningModule, trainer: Trainer, stage: str) -> List
     return lines
 
 
-def report_start(model: LightningModule, trainer: Trainer, stage: str, stream: Optional[TextIO] = None) -> None:
-    """Print :func:`describe_start`'s lines on rank 0 (to standard error: predictions keep standard output)."""
+def describe_classes(datamodule: Any) -> List[str]:
+    """``classes: train negative 12,500, positive 12,500; test ...`` for a DataModule with ``class_counts()``."""
+    counts = datamodule.class_counts() if callable(getattr(datamodule, "class_counts", None)) else {}
+    if not counts:
+        return []
+    splits = "; ".join(f"{split} " + ", ".join(f"{name} {n:,}" for name, n in by_class.items())
+                       for split, by_class in counts.items())
+    return [f"classes: {splits}."]
+
+
+def report_start(model: LightningModule, trainer: Trainer, stage: str, datamodule: Any = None,
+                 stream: Optional[TextIO] = None) -> None:
+    """Print :func:`describe_start`'s lines (and the class counts of a classification DataModule) on rank 0,
+    to standard error: predictions keep standard output."""
     if trainer.is_global_zero:
-        for line in describe_start(model, trainer, stage):
+        for line in describe_start(model, trainer, stage) + (describe_classes(datamodule) if stage != "predict"
+                                                             else []):
             print(line, file=stream or sys.stderr, flush=True)

@@ -15,24 +15,36 @@ skipped.
     python scripts/bench_cells.py                 # everything (~10 min on 2 cores)
     python scripts/bench_cells.py --skip-mzu --skip-mcrnn
     python scripts/bench_cells.py --quick         # tiny sizes, checks the script runs
+    python scripts/bench_cells.py --compile       # only compiled ÷ eager per cell, B32 and B4 (T100 I128 H256)
+    python scripts/bench_cells.py --compile --quick
+
+``--compile``: each cell's ``Recurrent(compile=True)`` beside the same weights eager, forward +
+backward, in interleaved rounds (one thread unless ``--threads``); the ratio is taken within each
+round and the median and the best round are printed, with the compile time (first two calls)
+apart. ``--end-to-end`` runs scripts/bench_compile_tasks.py (tokens/s of whole training steps).
 """
 from __future__ import annotations
 
 import argparse
 import importlib.util
 import inspect
+import statistics
 import sys
+import time
 from pathlib import Path
 from typing import Callable, Dict, List, Sequence, Tuple
 
 import torch
 from torch import nn
 
-from lit_rnncells.benchmark import SYSTEM_MALLOC_HELP, allocator_setting, input_macs, round_robin, step_macs
+from lit_rnncells.benchmark import (SYSTEM_MALLOC_HELP, allocator_setting, input_macs, interleaved_times, round_robin,
+                                   step_macs)
 from lit_rnncells.cells import available_cells, get_cell
 from lit_rnncells.nn import Recurrent
 
 SIZES = {"base": (32, 100, 128, 256), "large": (64, 100, 256, 512), "quick": (4, 6, 8, 8)}
+COMPILE_SIZES = {"B32": (32, 100, 128, 256), "B4": (4, 100, 128, 256)}
+COMPILE_QUICK = {"B4": (4, 6, 8, 8)}
 
 
 def default_constructible(name: str) -> bool:
@@ -81,6 +93,43 @@ def bench_size(cells: Sequence[str], size: Tuple[int, int, int, int], repeats: i
     return rows
 
 
+def bench_compile(cells: Sequence[str], sizes: Dict[str, Tuple[int, int, int, int]], repeats: int) -> List[dict]:
+    """Compiled ÷ eager time of forward + backward per cell and size, ratios within each round."""
+    rows = []
+    for label, (batch, steps, inp, hidden) in sizes.items():
+        torch.manual_seed(0)
+        x = torch.randn(batch, steps, inp)
+        jobs: Dict[str, Callable[[], None]] = {}
+        compile_s: Dict[str, float] = {}
+        for name in cells:
+            eager = Recurrent(name, inp, hidden, batch_first=True)
+            compiled = Recurrent(name, inp, hidden, batch_first=True, compile=True)
+            compiled.load_state_dict(eager.state_dict())
+            start = time.perf_counter()
+            for _ in range(2):  # forward and backward graphs, then the dynamic-batch one if any
+                train_step(compiled, x)()
+            compile_s[name] = time.perf_counter() - start
+            jobs[f"{name} eager"], jobs[f"{name} compiled"] = train_step(eager, x), train_step(compiled, x)
+        times = interleaved_times(jobs, repeats)
+        for name in cells:
+            ratios = [c / e for c, e in zip(times[f"{name} compiled"], times[f"{name} eager"])]
+            rows.append({"cell": name, "size": f"{label} T{steps} I{inp} H{hidden}",
+                         "eager_ms": statistics.median(times[f"{name} eager"]) * 1e3,
+                         "compiled_ms": statistics.median(times[f"{name} compiled"]) * 1e3,
+                         "ratio": statistics.median(ratios), "best_ratio": min(ratios),
+                         "compile_s": compile_s[name]})
+    return rows
+
+
+def format_compile_rows(rows: Sequence[dict]) -> str:
+    out = ["| cell | size | eager ms | compiled ms | compiled ÷ eager (median of rounds) | best round | "
+           "compile s (first 2 calls) |", "|---|---|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        out.append(f"| {r['cell']} | {r['size']} | {r['eager_ms']:.1f} | {r['compiled_ms']:.1f} | {r['ratio']:.2f} | "
+                   f"{r['best_ratio']:.2f} | {r['compile_s']:.1f} |")
+    return "\n".join(out)
+
+
 def format_rows(rows: Sequence[dict]) -> str:
     out = ["| cell | size | tokens/s | time / nn.GRU | time / nn.LSTM | MACs/token | MAC ratio to GRU | "
            "time ratio to GRU / MAC ratio |", "|---|---|---:|---:|---:|---:|---:|---:|"]
@@ -109,7 +158,24 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--skip-mzu", action="store_true")
     parser.add_argument("--skip-mcrnn", action="store_true")
     parser.add_argument("--system-malloc", action="store_true", help=SYSTEM_MALLOC_HELP)
+    parser.add_argument("--compile", action="store_true", help="only the compiled ÷ eager table")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads for --compile (default 1)")
+    parser.add_argument("--end-to-end", nargs="*", default=None, metavar="ARG",
+                        help="run scripts/bench_compile_tasks.py (tokens/s with compile ÷ without) with these args")
     args = parser.parse_args(argv)
+    if args.end_to_end is not None:
+        load_script("bench_compile_tasks").main(args.end_to_end + (["--quick"] if args.quick else []))
+        return
+    if args.compile:
+        torch.set_num_threads(args.threads)
+        cells = args.cells or [n for n in available_cells() if default_constructible(n)]
+        repeats = 1 if args.quick else args.repeats
+        malloc = allocator_setting(args.system_malloc)
+        print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s); forward+backward, {repeats} "
+              f"interleaved rounds; {malloc}\n")
+        print(format_compile_rows(bench_compile(cells, COMPILE_QUICK if args.quick else COMPILE_SIZES, repeats)),
+              flush=True)
+        return
     if args.quick:
         args.sizes, args.repeats, args.skip_mzu, args.skip_mcrnn = ["quick"], 1, True, True
     cells = args.cells or [n for n in available_cells() if default_constructible(n)]

@@ -34,12 +34,18 @@ TINY_LM = ["--model.init_args.embedding_size", "8", "--model.init_args.hidden_si
 
 DE = ["ein mann fährt rad .", "zwei hunde spielen .", "eine frau liest ein buch .", "kinder lachen ."]
 EN = ["a man rides a bike .", "two dogs play .", "a woman reads a book .", "children laugh ."]
+# held-out pairs (made of the training words): a train split that contains the whole dev split is an error
+DE_HELD = ["ein mann liest .", "zwei kinder spielen .", "eine frau fährt rad .", "hunde lachen ."]
+EN_HELD = ["a man reads .", "two children play .", "a woman rides a bike .", "dogs laugh ."]
+DE_TEST = ["ein kind liest ein buch .", "zwei frauen lachen .", "eine frau spielen .", "hunde fährt rad ."]
+EN_TEST = ["a child reads a book .", "two women laugh .", "a woman play .", "dogs rides a bike ."]
 
 
 def write_parallel(folder: Path, **override: List[str]) -> Path:
     """A tiny parallel corpus ``{train,valid,test}.{de,en}``; ``override`` replaces files by name."""
     folder.mkdir(parents=True, exist_ok=True)
-    files = {"train.de": DE * 8, "train.en": EN * 8, "valid.de": DE, "valid.en": EN, "test.de": DE, "test.en": EN}
+    files = {"train.de": DE * 8, "train.en": EN * 8, "valid.de": DE_HELD, "valid.en": EN_HELD,
+             "test.de": DE_TEST, "test.en": EN_TEST}
     files.update({k.replace("_", "."): v for k, v in override.items()})
     for name, lines in files.items():
         (folder / name).write_text("".join(line + "\n" for line in lines), encoding="utf-8")
@@ -69,9 +75,11 @@ def write_semeval(folder: Path, polarity: str = "positive", broken: bool = False
 
 def write_sst(folder: Path, bad_line: Optional[str] = None) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
-    good = ["(3 (2 a) (4 (3 good) (2 film)))", "(1 (2 a) (0 (1 bad) (2 film)))"] * 4
+    good = {"train.txt": ["(3 (2 a) (4 (3 good) (2 film)))", "(1 (2 a) (0 (1 bad) (2 film)))"] * 4,
+            "dev.txt": ["(4 (3 good) (2 film))", "(0 (1 bad) (2 film))"],
+            "test.txt": ["(3 (2 a) (3 good))", "(1 (2 a) (1 bad))"]}
     for name in ("train.txt", "dev.txt", "test.txt"):
-        lines = good + ([bad_line] if bad_line and name == "train.txt" else [])
+        lines = good[name] + ([bad_line] if bad_line and name == "train.txt" else [])
         (folder / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
     return folder
 
@@ -403,6 +411,73 @@ def test_a_gpu_trainer_config_on_a_machine_without_a_gpu(workdir, capsys, monkey
     expect_error(capsys, workdir, ["fit", "--config", LOGIC, "--config", str(CONFIGS / "trainer" / "multi_gpu.yaml"),
                                    *TINY_LOGIC, *QUIET], "asks for accelerator 'gpu'", "--trainer.accelerator cpu",
                  code=2)
+
+
+def test_a_train_file_that_holds_the_dev_file(workdir, capsys):
+    """The common SST copy whose train.txt is train + dev (9,645 lines): refused before training."""
+    folder = write_sst(workdir / "sst")
+    train = (folder / "train.txt").read_text()
+    (folder / "train.txt").write_text(train + (folder / "dev.txt").read_text())
+    expect_error(capsys, workdir, ["fit", *sst_args(folder)], "train split of sst (train.txt) contains all 2 trees "
+                 "of the dev split (dev.txt)", "use the official train file without the dev examples",
+                 "python -m lit_rnncells.data prepare sst")
+
+
+def test_parallel_training_files_that_hold_the_valid_files(workdir, capsys):
+    folder = write_parallel(workdir / "par", train_de=DE * 8 + DE_HELD, train_en=EN * 8 + EN_HELD)
+    expect_error(capsys, workdir, ["fit", *parallel_args(folder)], "contains all 4 pairs of the dev split "
+                 "(valid.de, valid.en)", "remove the dev examples from the train files")
+
+
+EXPLODING = ["--data.init_args.train_size", "640", "--model.init_args.optimizer.init_args.lr", "1e6",
+             "--trainer.gradient_clip_val", "null", "--trainer.max_epochs", "3"]
+
+
+def test_a_finite_loss_that_explodes(workdir, capsys):
+    expect_error(capsys, workdir, ["fit", "--config", LOGIC, *TINY_LOGIC, *QUIET, *EXPLODING],
+                 "The training loss exploded", "10x its running minimum", "for 10 consecutive steps",
+                 "--divergence_threshold 0", code=1, new_config_ok=True)
+
+
+def test_an_exploded_loss_when_a_checkpoint_is_due_saves_no_checkpoint(workdir, capsys):
+    expect_error(capsys, workdir, ["fit", "--config", LOGIC, *TINY_LOGIC, *QUIET, *EXPLODING,
+                                   "--trainer.val_check_interval", "3"],
+                 "The training loss exploded", "when a checkpoint was due", code=1, new_config_ok=True)
+
+
+def test_a_divergence_threshold_between_0_and_1(workdir, capsys):
+    expect_error(capsys, workdir, ["fit", "--config", LOGIC, *TINY_LOGIC, *QUIET, "--divergence_threshold", "0.5"],
+                 "divergence_threshold must be 0 (off) or above 1", code=2)
+
+
+REVIEWS = {"pos": ["a great film , loved it", "wonderful acting and a fine story"] * 4,
+           "neg": ["a dull film , hated it", "terrible acting and a weak story"] * 4}
+
+
+def write_imdb(folder: Path, empty: Optional[str] = None) -> Path:
+    """A tiny extracted ``aclImdb`` folder; ``empty`` (e.g. ``"train/pos"``) is left without reviews."""
+    for split in ("train", "test"):
+        for label, texts in REVIEWS.items():
+            sub = folder / "aclImdb" / split / label
+            sub.mkdir(parents=True, exist_ok=True)
+            if f"{split}/{label}" != empty:
+                for i, text in enumerate(texts):
+                    (sub / f"{i}_{8 if label == 'pos' else 2}.txt").write_text(text, encoding="utf-8")
+    return folder / "aclImdb"
+
+
+def imdb_args(folder: Path) -> List[str]:
+    return ["--config", IMDB, *QUIET, "--data.init_args.data_dir", str(folder), "--data.init_args.val_size", "4",
+            "--data.init_args.cache_dir", "", "--trainer.max_steps", "1", "--model.init_args.hidden_size", "8",
+            "--model.init_args.embedding_size", "8", "--test_after_fit", "false"]
+
+
+@pytest.mark.parametrize("empty", ["train/pos", "test/neg"])
+def test_an_imdb_split_without_one_class(empty, workdir, capsys):
+    folder = write_imdb(workdir / "imdb", empty=empty)
+    label = "positive" if empty.endswith("pos") else "negative"
+    expect_error(capsys, workdir, ["fit", *imdb_args(folder)], f"has no {label} reviews",
+                 str(folder / empty), code=2)
 
 
 def test_the_catalogue_is_large_enough():

@@ -22,13 +22,16 @@ from lit_rnncells.tasks import LanguageModel
 
 REPO = Path(__file__).resolve().parents[1]
 SENTENCES = ["the cat sat on the mat", "a dog ran far away", "we saw the cat and the dog", "on a mat we sat"]
+# valid / test lines: the training words in other sentences (a train split holding the whole dev split is an error)
+HELD_OUT = ["the dog sat on a mat", "we ran far away", "a cat and the dog saw", "on the mat we sat"]
 
 
 def ptb_char_corpus(folder: Path, lines: int = 120) -> Path:
     """A tiny corpus in Mikolov's PTB char format (``ptb.char.{split}.txt``)."""
     folder.mkdir(parents=True, exist_ok=True)
     for split, n in (("train", lines), ("valid", 12), ("test", 12)):
-        text = "".join(" " + " ".join("_".join(SENTENCES[i % 4].split())) + " \n" for i in range(n))
+        lines = SENTENCES if split == "train" else HELD_OUT
+        text = "".join(" " + " ".join("_".join(lines[i % 4].split())) + " \n" for i in range(n))
         (folder / f"ptb.char.{split}.txt").write_text(text)
     return folder
 
@@ -146,8 +149,8 @@ def test_checkpoint_with_another_vocabulary_fails_at_start(corpus: Path, tmp_pat
     t.save_checkpoint(path)
     other_dir = tmp_path / "other"
     other_dir.mkdir()
-    for split in ("train", "valid", "test"):
-        (other_dir / f"ptb.char.{split}.txt").write_text(" x y z _ q \n" * 80)
+    for split, line in (("train", " x y z _ q \n"), ("valid", " q _ z y x \n"), ("test", " z _ x q y \n")):
+        (other_dir / f"ptb.char.{split}.txt").write_text(line * 80)
     other = data(other_dir)
     with pytest.raises(VocabularyMismatchError, match="use the dataset and level the checkpoint was trained on"):
         trainer(max_steps=2).fit(model(other), other, ckpt_path=str(path))

@@ -73,3 +73,23 @@ def test_a_tiny_report_runs_its_experiment_then_reads_it(tmp_path, monkeypatch):
 def test_an_unknown_paper_or_experiment_is_one_line(capsys):
     assert reproduce.main(["mzu", "--experiments", "nope", "--read-only"]) == 2
     assert capsys.readouterr().err.strip().startswith("error: Unknown experiment(s) nope of mzu")
+
+
+def test_reading_no_finished_runs_keeps_the_results_a_report_already_holds(tmp_path, capsys):
+    """The shipped MZU report read against an empty runs folder: its tables stay, no "Not run yet" replaces them."""
+    shipped = (ROOT / "docs" / "reproduction" / "mzu.md").read_text()
+    report = tmp_path / "mzu.md"
+    report.write_text(shipped)
+    assert reproduce.main(["mzu", "--out", str(tmp_path / "runs"), "--report", str(report), "--read-only"]) == 0
+    text = report.read_text()
+    assert "Not run yet" not in text
+    for heading, section in reproduce.report_sections(shipped).items():
+        if heading.startswith("## ") and "| " in section and heading in {f"## {e.title}" for e in
+                                                                        reproduce.PAPERS["mzu"][1]}:
+            assert section in text
+    assert "kept the results already in" in capsys.readouterr().err
+
+
+def test_the_readme_reproduce_line_writes_under_runs():
+    line = next(ln for ln in (ROOT / "README.md").read_text().splitlines() if "lit_rnncells.reproduce mzu" in ln)
+    assert "--report runs/" in line and "docs/reproduction" not in line

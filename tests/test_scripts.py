@@ -43,3 +43,16 @@ def test_benchmarks_keep_freed_memory_on_glibc():
 def test_bench_memory_quick_measures_each_variant_in_its_own_process():
     out = run_script("scripts/bench_memory.py", "--quick", "--cells", "GRU", "CARU")
     assert "| torch.nn.GRU |" in out and "| CARU |" in out and "ratio to torch.nn.GRU" in out
+
+
+def test_bench_gpu_runs_on_cpu_at_tiny_sizes():
+    out = run_script("scripts/bench_gpu.py", "--device", "cpu", "--tiny", "--cells", "GRU", "MuFuRU")
+    for cell in ("GRU", "MuFuRU"):
+        for mode in ("eager", "compiled"):
+            assert f"| {cell} | {mode} | B4 T6 I8 H8 |" in out
+    assert "time ÷ torch.nn.GRU" in out and "| n/a |" in out  # no CUDA peak memory on CPU
+
+
+def test_bench_cells_compile_quick_prints_the_ratio_table():
+    out = run_script("scripts/bench_cells.py", "--compile", "--quick", "--cells", "GRU")
+    assert "| GRU | B4 T6 I8 H8 |" in out and "compiled ÷ eager" in out

@@ -59,3 +59,15 @@ def test_a_gpu_sized_model_on_the_cpu_is_warned_with_the_options_that_shrink_it(
     assert "--model.init_args.hidden_size 256 --model.init_args.embedding_size 128" in lines[1]
     small = LanguageModel("GRU", vocab_size=50, embedding_size=8, hidden_size=16)
     assert len(start_checks.describe_start(small, trainer, "fit")) == 1
+
+
+def test_a_classification_run_prints_its_class_counts_at_start(tmp_path, capsys, monkeypatch):
+    from tests.test_bad_input import imdb_args, write_imdb
+
+    folder = write_imdb(tmp_path / "imdb")
+    monkeypatch.chdir(tmp_path)
+    assert run(["fit", *imdb_args(folder), "--trainer.logger", "false"]) == 0
+    err = capsys.readouterr().err
+    # 8 reviews of each class per split; 4 training reviews held out (seeded) for validation
+    assert "classes: train negative 5, positive 7; validation negative 3, positive 1; test negative 8, positive 8." \
+        in err, err[-2000:]

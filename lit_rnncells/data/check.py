@@ -12,8 +12,9 @@ Two users of the same code:
 Overlap compares whole examples: a line (language-model corpora, SST trees), an aligned pair
 (translation, summarisation), a sentence's text (SemEval), a review (IMDB). Official releases repeat a
 few short examples across splits (PTB: 85 of the 3,370 valid lines occur in train); the figure measured
-on each release is in :mod:`.known`, and only more than that is reported. Files of your own (``text``,
-``parallel``) have no known figures: counts are not compared, and an overlap above 1% of a split warns.
+on each release is in :mod:`.known`, and only more than that is reported. Where no figure was measured,
+and for files of your own (``text``, ``parallel``, whose counts are not compared), more than 1% of a
+split is reported.
 """
 from __future__ import annotations
 
@@ -56,7 +57,7 @@ class Bound:
 
     def fix(self) -> str:
         if self.name is None:
-            return "fix the files"
+            return "fix the files"  # only for missing / unreadable files of your own
         return f"run `python -m lit_rnncells.data prepare {self.name}` to get the official release"
 
 
@@ -159,15 +160,17 @@ def judge(bound: Bound, measured: Mapping[str, Any]) -> List[Fault]:
                                                 f"all {total:,} {key_unit} of the dev split ({_names(bound, b)}), so "
                                                 "validation would score training data (an SST train.txt of 9,645 "
                                                 "lines is train + dev)",
-                                f"use the official train file without the dev examples ({bound.fix()})"))
+                                f"use the official train file without the dev examples ({bound.fix()})"
+                                if bound.name else "remove the dev examples from the train files"))
             continue
-        known = layout.overlap.get((a, b), 0) if bound.name is not None else total // 100
-        if shared > known:
-            where = (f"the official release has {known:,}" if bound.name is not None
-                     else "more than 1% of the split")
+        known = layout.overlap.get((a, b), 0) if bound.name is not None else None
+        if shared > (known if known is not None else total // 100):
+            where = (f"the official release has {known:,}" if known is not None else "more than 1% of the split"
+                     + (", the release's own figure is not measured" if bound.name is not None else ""))
             faults.append(Fault("overlap", f"{shared:,} of the {total:,} {key_unit} of {bound.title} {layout.name} "
                                            f"{b} also occur in {a} ({where})",
-                                f"remove them from {a} ({_names(bound, a)}), or {bound.fix()}"))
+                                f"remove them from {a} ({_names(bound, a)})"
+                                + (f", or {bound.fix()}" if bound.name else "")))
     return faults
 
 

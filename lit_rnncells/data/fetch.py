@@ -38,14 +38,13 @@ def _looks_like_html(head: bytes) -> bool:
     return start.startswith(b"<!doctype html") or start.startswith(b"<html")
 
 
-def verify(path: Path, source: Source) -> None:
-    """Raise :class:`PrepareError` if ``path`` differs from the size / checksums known for ``source``."""
+def mismatch(path: Path, source: Source) -> Optional[str]:
+    """How ``path`` differs from the size / checksums known for ``source`` (``None``: it does not)."""
     size = path.stat().st_size
     if source.size is not None and size != source.size:
-        raise PrepareError(f"{path.name} has {size:,} bytes, the release {source.size:,} ({source.provenance}); "
-                           f"delete {path} and run prepare again, or fetch it from another --mirror")
+        return f"{source.filename} has {size:,} bytes, the release {source.size:,} ({source.provenance})"
     if source.sha256 is None and source.md5 is None:
-        return
+        return None
     sha, md5 = hashlib.sha256(), hashlib.md5()
     with path.open("rb") as f:
         for block in iter(lambda: f.read(CHUNK), b""):
@@ -53,8 +52,15 @@ def verify(path: Path, source: Source) -> None:
             md5.update(block)
     for name, expected, got in (("sha256", source.sha256, sha.hexdigest()), ("md5", source.md5, md5.hexdigest())):
         if expected is not None and got != expected:
-            raise PrepareError(f"{path.name} has {name} {got}, the release {expected} ({source.provenance}); "
-                               f"delete {path} and run prepare again, or fetch it from another --mirror")
+            return f"{source.filename} has {name} {got}, the release {expected} ({source.provenance})"
+    return None
+
+
+def verify(path: Path, source: Source) -> None:
+    """Raise :class:`PrepareError` if ``path`` differs from what is known of ``source``."""
+    problem = mismatch(path, source)
+    if problem:
+        raise PrepareError(f"{problem}; delete {path} and run prepare again, or fetch it from another --mirror")
 
 
 def download(source: Source, folder: Path, mirror: Optional[str] = None,
@@ -98,12 +104,13 @@ def download(source: Source, folder: Path, mirror: Optional[str] = None,
             with part.open("ab" if resumed else "wb") as out:
                 out.write(head)
                 shutil.copyfileobj(response, out, CHUNK)
-    try:
-        verify(part, source)
-    except PrepareError:
+    problem = mismatch(part, source)
+    if problem:
         if source.size is None or part.stat().st_size >= source.size:
             part.unlink()  # complete but wrong: start afresh next time
-        raise
+            raise PrepareError(f"{problem}; the download from {url} was removed: run prepare again, or fetch it "
+                               "from another --mirror")
+        raise PrepareError(f"{problem}; the download from {url} stopped early: run prepare again to resume it")
     os.replace(part, target)
     return target
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 import tarfile
 from pathlib import Path
-from typing import Dict, List, Tuple
+from typing import Callable, Dict, List, Tuple
 
 ARCHIVE = "aclImdb_v1.tar.gz"
 HUB_ID = "stanfordnlp/imdb"
@@ -24,11 +24,19 @@ Review = Tuple[int, str]
 """(label: 0 negative / 1 positive, text)."""
 
 
-def _canonical(reviews: Dict[str, List[Review]]) -> Dict[str, List[Review]]:
+def _canonical(reviews: Dict[str, List[Review]], where: Callable[[str, str], str]) -> Dict[str, List[Review]]:
+    """Sorted reviews; a split without reviews, or without one of the two classes, is an error naming the
+    folder (``where(split, "pos" | "neg")``) that should hold them."""
     for split, items in reviews.items():
         if not items:
             raise ValueError(f"The IMDB {split} split is empty; check that the archive or folder holds "
                              f"aclImdb/{split}/pos and aclImdb/{split}/neg reviews.")
+        present = {label for label, _ in items}
+        for label, name in enumerate(("neg", "pos")):
+            if label not in present:
+                raise ValueError(f"The IMDB {split} split has no {LABELS[label]} reviews: {where(split, name)} is "
+                                 f"empty, so the classifier could only learn one class; put the {split} reviews of "
+                                 f"both classes in aclImdb/{split}/pos and aclImdb/{split}/neg.")
         items.sort()
     return reviews
 
@@ -46,7 +54,7 @@ def read_archive(path: Path) -> Dict[str, List[Review]]:
     except (tarfile.TarError, OSError, EOFError) as err:
         raise ValueError(f"{str(path)!r} is not a readable aclImdb_v1.tar.gz ({err}); download the official "
                          "archive again.") from None
-    return _canonical(out)
+    return _canonical(out, lambda split, name: f"aclImdb/{split}/{name} of {str(path)!r}")
 
 
 def read_folder(folder: Path) -> Dict[str, List[Review]]:
@@ -60,7 +68,7 @@ def read_folder(folder: Path) -> Dict[str, List[Review]]:
                 raise FileNotFoundError(f"Missing IMDB folder {str(sub)!r}; the aclImdb folder must hold "
                                         "{train,test}/{pos,neg}/<id>_<rating>.txt.")
             out[split].extend((label, p.read_text(encoding="utf-8")) for p in sub.glob("*_*.txt"))
-    return _canonical(out)
+    return _canonical(out, lambda split, name: repr(str(folder / split / name)))
 
 
 def resolve_local(path: Path) -> Path:
@@ -87,4 +95,5 @@ def read_hub(hub_id: str) -> Dict[str, List[Review]]:
     ds = hub.load_splits(hub_id, ("train", "test"), "to use a local copy set data.init_args.data_dir (or "
                          f"LIT_RNNCELLS_DATA, which holds imdb/) to {ARCHIVE} or the extracted aclImdb folder")
     return _canonical({split: [(int(label), text) for label, text in zip(ds[split]["label"], ds[split]["text"])]
-                       for split in ("train", "test")})
+                       for split in ("train", "test")},
+                      lambda split, name: f"the {split} split of {hub_id!r} (label {int(name == 'pos')})")

@@ -36,13 +36,14 @@ class Layout:
     tree per line), ``imdb`` (reviews of ``aclImdb_v1.tar.gz``), ``bytes`` (one file, counted in bytes).
     ``files`` maps a split (``train``, ``dev``, ``test``) to its file names. ``overlap`` is the number of
     examples of the second split that also occur in the first, measured on the official release (a
-    natural amount of repeated short sentences; ``check`` reports more than that).
+    natural amount of repeated short sentences; ``check`` reports more than that). A pair missing from
+    ``overlap`` is 0; ``None`` means not measured (no full copy was at hand): more than 1% is reported.
     """
     name: str
     kind: str
     files: Dict[str, Tuple[str, ...]]
     counts: Dict[str, int]
-    overlap: Dict[Tuple[str, str], int] = field(default_factory=dict)
+    overlap: Dict[Tuple[str, str], Optional[int]] = field(default_factory=dict)
     sha256: Dict[str, str] = field(default_factory=dict)
     optional: bool = False
 
@@ -84,6 +85,8 @@ _GIGAWORD_SHA = {"test.article.txt": "578b33eaffe7bf9cab2d84d6f1399fd6f38c1778d1
                  "test.title.txt": "15561a71977ee7bd5de4f8f405ea4adcc2f41220b2d9f9db7f71c23c27f8b9d7"}
 _SEMEVAL_SHA = {"Restaurants_Train_v2.xml": "223601da1bded6caa4ef9cf91a7007578141ca6d8ed50d5a5c217565f89d2fc5",
                 "Restaurants_Test_Gold.xml": "f21509cfa37e16534cd5b2da043be487355b64ef48fe8d6aaacaeca6b49cc0fb"}
+_NOT_MEASURED: Dict[Tuple[str, str], Optional[int]] = {("train", "dev"): None, ("train", "test"): None,
+                                                       ("dev", "test"): None}
 ENWIK8_SHA256 = "2b49720ec4d78c3c9fabaee6e4179a5e997302b3a70029f30f2d582218c024a8"
 ENWIK8_MD5 = "a1fa5ffddb56f4953e226637dabbb36a"  # published in Mahoney's enwik8/enwik9 listing
 
@@ -137,7 +140,8 @@ KNOWN: Dict[str, Dataset] = {d.name: d for d in (
                            "checksum is published: the outputs' counts and the valid/test checksums are verified"),),
         (Layout("de-en", "pairs", _split_files("{}.{}", {"train": "train", "dev": "valid", "test": "test"},
                                                "de", "en"),
-                {"train": 160_239, "dev": 7_283, "test": 6_750}, {("dev", "test"): 52}, _IWSLT14_SHA),),
+                {"train": 160_239, "dev": 7_283, "test": 6_750},
+                {("train", "dev"): None, ("train", "test"): None, ("dev", "test"): 52}, _IWSLT14_SHA),),
         "builds train/valid/test from the release as prepare-iwslt14.sh does (lit_rnncells.data.iwslt14): "
         "Moses tokenisation (sacremoses), the length 1-175 / ratio 1.5 clean, lowercasing, every 23rd training "
         "pair as valid, test = dev2010 + TEDX dev2012 + tst2010-2012"),
@@ -151,7 +155,7 @@ KNOWN: Dict[str, Dataset] = {d.name: d for d in (
                 {"train": ("train.article.txt", "train.title.txt"),
                  "dev": ("valid.article.filter.txt", "valid.title.filter.txt"),
                  "test": ("test.article.txt", "test.title.txt")},
-                {"train": 3_803_957, "dev": 189_651, "test": 1_951}, {}, _GIGAWORD_SHA),),
+                {"train": 3_803_957, "dev": 189_651, "test": 1_951}, _NOT_MEASURED, _GIGAWORD_SHA),),
         "extracts train/{train,valid}.*.txt(.gz) and Giga/input.txt, Giga/task1_ref0.txt as test.{article,title}.txt"),
     Dataset(
         "semeval14", "SemEval-2014 Task 4 aspect terms (Pontiki et al. 2014)", "AspectSentimentDataModule",
@@ -160,7 +164,7 @@ KNOWN: Dict[str, Dataset] = {d.name: d for d in (
                                            "test": ("Restaurants_Test_Gold.xml",)},
                 {"train": 3_693, "test": 1_134}, {("train", "test"): 1}, _SEMEVAL_SHA),
          Layout("laptops", "semeval", {"train": ("Laptop_Train_v2.xml",), "test": ("Laptops_Test_Gold.xml",)},
-                {"train": 2_358, "test": 654}, optional=True)),
+                {"train": 2_358, "test": 654}, _NOT_MEASURED, optional=True)),
         "copies the official XML files from --source (the release needs a META-SHARE login)",
         manual="download the Restaurants (and Laptops) train v2 and test gold XML files of SemEval-2014 Task 4 "
                "from the task's page (alt.qcri.org/semeval2014/task4, META-SHARE login), then run "
@@ -180,7 +184,7 @@ KNOWN: Dict[str, Dataset] = {d.name: d for d in (
                 "5c613a4f673fc74097d523a2c83f38e0cc462984d847b82c7aaf36b01cbbbfcc",
                 provenance="size and sha256 as pinned by a public third-party project (not checked here)"),),
         (Layout("trees", "sst", {"train": ("train.txt",), "dev": ("dev.txt",), "test": ("test.txt",)},
-                {"train": 8_544, "dev": 1_101, "test": 2_210}),),
+                {"train": 8_544, "dev": 1_101, "test": 2_210}, _NOT_MEASURED),),
         "extracts trees/{train,dev,test}.txt"),
 )}
 

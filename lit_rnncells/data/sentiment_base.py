@@ -164,6 +164,15 @@ class SentimentDataModule(SplitCheckMixin, ResumableBatchesMixin, LightningDataM
     def _lengths(self, split: str) -> List[int]:
         return self._views[split]["tokens"].lengths
 
+    def class_counts(self) -> Dict[str, Dict[str, int]]:
+        """Examples per class of each loaded split (``{split: {label name: count}}``; empty before loading)."""
+        counts: Dict[str, Dict[str, int]] = {}
+        for split, data in getattr(self, "_views", {}).items():
+            labels = data["labels"]
+            values = labels.tolist() if hasattr(labels, "tolist") else list(labels)
+            counts[split] = {name: values.count(i) for i, name in enumerate(self.label_names)}
+        return counts
+
     # --- sizes the CLI links into the model ------------------------------------------------
     @property
     def vocab_size(self) -> int:

@@ -14,20 +14,24 @@ See docs/compare.md. :func:`compare` is the Python API (it returns the rows of `
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from itertools import product
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import yaml
 
+from .. import run_folder
 from ..cells.registry import get_cell
 from .report import (CURVES_FILE, RESULT_FILE, curve_groups, log_to_wandb, plot_curves, row_of,
                              summary_markdown, write_csv)
@@ -157,7 +161,8 @@ class RunSpec:
     match: Optional[Dict[str, Any]] = None
 
     def cli_args(self) -> List[str]:
-        args = ["--config", self.config, "--seed_everything", str(self.seed), "--trainer.default_root_dir", self.folder]
+        # --run_dir: the run's checkpoints and logs stay in its folder under --out (docs/runs.md)
+        args = ["--config", self.config, "--seed_everything", str(self.seed), "--run_dir", self.folder]
         if self.budget:
             args += Budget.parse(self.budget).cli_args()
         if self.cell is not None:
@@ -246,9 +251,50 @@ def run_child(spec: RunSpec) -> Dict[str, Any]:
     return result
 
 
+class Interrupted(Exception):
+    """The runner was stopped by SIGTERM or Ctrl-C while a run trained; ``code`` is that run's exit status."""
+
+    def __init__(self, run_id: str, signal_name: str, code: int) -> None:
+        super().__init__(f"{signal_name} while run {run_id} trained")
+        self.run_id, self.signal_name, self.code = run_id, signal_name, code
+
+
+@contextlib.contextmanager
+def forwarding_signals(proc: subprocess.Popen) -> Iterator[List[str]]:
+    """While ``proc`` runs, SIGTERM to this process goes on to ``proc`` (which saves a resumable checkpoint and
+    exits) and Ctrl-C waits for it (the terminal sent ``proc`` its own SIGINT); the signals received, by name."""
+    received: List[str] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield received
+        return
+
+    def on_term(signum: int, frame: Any) -> None:
+        received.append("SIGTERM")
+        proc.send_signal(signal.SIGTERM)
+
+    def on_int(signum: int, frame: Any) -> None:
+        received.append("SIGINT")
+
+    previous = {signal.SIGTERM: signal.signal(signal.SIGTERM, on_term),
+                signal.SIGINT: signal.signal(signal.SIGINT, on_int)}
+    try:
+        yield received
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
 def launch(spec: RunSpec, env: Optional[Dict[str, str]] = None) -> Optional[Dict[str, Any]]:
-    """Run ``spec`` in a fresh process (its log in ``<run>/log.txt``); the result, or ``None`` if it failed."""
+    """Run ``spec`` in a fresh process (its log in ``<run>/log.txt``); the result, or ``None`` if it failed.
+
+    A folder still locked by a run of an earlier, stopped runner is refused (never two writers in one folder).
+    SIGTERM to this process is forwarded to the run, which saves its checkpoint; :class:`Interrupted` then
+    carries the run's exit status."""
     folder = Path(spec.folder)
+    holder = run_folder.lock_holder(folder) if folder.is_dir() else None
+    if holder is not None:
+        raise CompareError(f"The run folder {folder} is in use by another fit ({holder}), perhaps a run of an earlier "
+                           "compare that was stopped; wait for it to finish or stop it, then rerun the same command.")
     if folder.exists():
         shutil.rmtree(folder)  # an unfinished run starts again from scratch
     folder.mkdir(parents=True)
@@ -257,10 +303,19 @@ def launch(spec: RunSpec, env: Optional[Dict[str, str]] = None) -> Optional[Dict
     full_env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])),
                 **(env or {})}
     with open(folder / "log.txt", "w") as log:
-        proc = subprocess.run([sys.executable, "-m", "lit_rnncells.compare", "--child", str(folder / "spec.json")],
-                              stdout=log, stderr=subprocess.STDOUT, env=full_env)
+        proc = subprocess.Popen([sys.executable, "-m", "lit_rnncells.compare", "--child", str(folder / "spec.json")],
+                                stdout=log, stderr=subprocess.STDOUT, env=full_env)
+        with forwarding_signals(proc) as received:
+            while True:
+                try:
+                    returncode = proc.wait()
+                    break
+                except KeyboardInterrupt:  # pragma: no cover - a Ctrl-C outside the main thread's handler
+                    continue
+    if received:
+        raise Interrupted(spec.run_id, received[0], returncode)
     result_path = folder / RESULT_FILE
-    if proc.returncode != 0 or not result_path.is_file():
+    if returncode != 0 or not result_path.is_file():
         return None
     return json.loads(result_path.read_text())
 
@@ -466,7 +521,14 @@ def error_exit(message: str) -> int:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["--child"]:
-        run_child(RunSpec(**json.loads(Path(argv[1]).read_text())))
+        from .. import callbacks
+
+        try:
+            run_child(RunSpec(**json.loads(Path(argv[1]).read_text())))
+        except SystemExit:  # SIGTERM (Lightning's SIGTERMException) or Ctrl-C: the checkpoint is saved
+            if callbacks.INTERRUPTED_EXIT_CODE is not None:
+                return callbacks.INTERRUPTED_EXIT_CODE
+            raise
         return 0
     extra: List[str] = []
     if "--" in argv:
@@ -484,6 +546,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                        args.test_every_epoch, args.no_wandb, failed=failed)
     except CompareError as error:
         return error_exit(str(error))
+    except Interrupted as stop:
+        checkpoint = Path(args.out) / stop.run_id / run_folder.CHECKPOINTS / "interrupted.ckpt"
+        saved = f"it saved {checkpoint}" if checkpoint.is_file() else "it saved no checkpoint"
+        print(f"compare: {stop.signal_name}: stopped run {stop.run_id} (exit {stop.code}; {saved}); rerun the same "
+              "command to go on: finished runs are kept, unfinished ones start again.", file=sys.stderr, flush=True)
+        return stop.code
     except ValueError as error:  # the matcher's messages (a target no size reaches, ...)
         if os.environ.get("LIT_RNNCELLS_TRACEBACK"):
             raise

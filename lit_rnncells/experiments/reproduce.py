@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import statistics
 import sys
@@ -258,8 +259,20 @@ def experiment_markdown(exp: Experiment, entries: List[Dict[str, Any]], figures:
     return "\n".join(lines)
 
 
+NOT_RUN = "Not run yet"
+
+
+def report_sections(text: str) -> Dict[str, str]:
+    """The ``## `` sections of a report by heading, each with its body (up to the next ``## `` heading)."""
+    sections: Dict[str, str] = {}
+    for chunk in re.split(r"(?m)^(?=## )", text):
+        if chunk.startswith("## "):
+            sections[chunk.splitlines()[0]] = chunk.rstrip("\n") + "\n"
+    return sections
+
+
 def reproduce(paper: str, out: Path, report: Optional[Path], experiments: Optional[Sequence[str]] = None,
-              read_only: bool = False, log: Any = sys.stderr) -> str:
+              read_only: bool = False, log: Any = None) -> str:
     """Run (or read) a paper's experiments, write and return its markdown report."""
     if paper not in PAPERS:
         raise CompareError(f"Unknown paper {paper!r}; use one of {', '.join(PAPERS)}.")
@@ -275,11 +288,18 @@ def reproduce(paper: str, out: Path, report: Optional[Path], experiments: Option
                "skips finished runs). Every number of ours was measured on this project's 2-core CPU machine "
                "at the budget given; the paper's numbers come from full-size GPU training, so compare the "
                "orderings, not the values.", ""]
+    earlier = report_sections(report.read_text(encoding="utf-8")) if report is not None and report.is_file() else {}
     for exp in chosen:
         folder = out / exp.name
         finished = sorted(folder.glob(f"*/{RESULT_FILE}"))
+        kept = earlier.get(f"## {exp.title}")
+        if read_only and not finished and kept and NOT_RUN not in kept:
+            parts.append(kept)  # never replace finished results with "not run"
+            print(f"reproduce: {folder} holds no finished run of {exp.name}; kept the results already in {report}.",
+                  file=log or sys.stderr)
+            continue
         if read_only and not finished:
-            parts += [f"## {exp.title}", "", f"Not run yet: `python -m lit_rnncells.reproduce {paper} "
+            parts += [f"## {exp.title}", "", f"{NOT_RUN}: `python -m lit_rnncells.reproduce {paper} "
                       f"--experiments {exp.name}` runs it.", ""]
             continue
         if read_only:  # the runs that finished, nothing new; their curves drawn again
@@ -293,7 +313,8 @@ def reproduce(paper: str, out: Path, report: Optional[Path], experiments: Option
             rows = compare(str(ROOT / exp.config) if not Path(exp.config).is_absolute() else exp.config,
                            list(exp.cells), seeds=exp.seeds, budget=exp.budget, out=folder,
                            match_params=exp.match_params, hidden_size=exp.hidden_size, vary=list(exp.vary),
-                           extra=list(exp.extra), test_every_epoch=exp.test_every_epoch, no_wandb=True, log=log)
+                           extra=list(exp.extra), test_every_epoch=exp.test_every_epoch, no_wandb=True,
+                           log=log or sys.stderr)
         figures = []
         if report is not None:
             for png in ("curves_steps.png",):

@@ -28,6 +28,7 @@ from ..cells.base import RecurrentCell, State
 StepFn = Callable[[RecurrentCell, Tensor, State, Optional[Tensor], bool, bool], Tuple[State, Optional[Tensor]]]
 
 _COMPILED: Dict[type, StepFn] = {}
+_CODE: Dict[type, types.CodeType] = {}
 _reported = False
 
 
@@ -45,7 +46,9 @@ def compiled_step(cell: RecurrentCell) -> StepFn:
     if fn is None:
         from .recurrent import _step
 
-        compiled = torch.compile(_fresh_copy(_step, f"step_{cls.__name__}"), dynamic=None)
+        body = _fresh_copy(_step, f"step_{cls.__name__}")
+        _CODE[cls] = body.__code__
+        compiled = torch.compile(body, dynamic=None)
 
         def fn(cell, x_t, state, mask_t, use_aux, keep_precision, _compiled=compiled):
             for leaf in (x_t, mask_t, *(state if isinstance(state, tuple) else (state,))):
@@ -55,6 +58,14 @@ def compiled_step(cell: RecurrentCell) -> StepFn:
 
         _COMPILED[cls] = fn
     return fn
+
+
+def compiled_graph_count(cls: type) -> int:
+    """How many graphs the compiler holds for ``cls``'s step (one per variant; more means recompilations)."""
+    from torch._dynamo.eval_frame import _debug_get_cache_entry_list
+
+    code = _CODE.get(cls)
+    return 0 if code is None else len(_debug_get_cache_entry_list(code))
 
 
 def report_compile_time(seconds: float) -> None:

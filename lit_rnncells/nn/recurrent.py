@@ -1,6 +1,8 @@
 """``Recurrent``: runs any cell over time with the torch.nn.GRU / LSTM interface."""
 from __future__ import annotations
 
+import functools
+import inspect
 import time
 from typing import List, Optional, Sequence, Tuple, Union
 
@@ -62,6 +64,17 @@ def _step(cell: RecurrentCell, x_t: Tensor, state: State, mask_t: Optional[Tenso
     return new_state, None if aux_t is None else aux_t.sum()
 
 
+@functools.lru_cache(maxsize=None)
+def _stepping_takes_seen(cls: type) -> bool:
+    """Whether ``cls.stepping`` takes the ``seen`` list (a cell written before it existed takes ``x_proj`` only)."""
+    params = list(inspect.signature(cls.stepping).parameters.values())[1:]
+    return len(params) >= 2 or any(p.kind is p.VAR_POSITIONAL for p in params)
+
+
+def _stepping(cell: RecurrentCell, x_proj: Tensor, seen: List[State]):
+    return cell.stepping(x_proj, seen) if _stepping_takes_seen(type(cell)) else cell.stepping(x_proj)
+
+
 def _constant_while_training(state: State) -> bool:
     """True when gradients are on but no leaf of ``state`` carries one (a zero initial state)."""
     if not torch.is_grad_enabled():
@@ -96,7 +109,7 @@ def run_cell(cell: RecurrentCell, x: Tensor, state: State, mask: Optional[Tensor
     states: List[State] = []
     seen: List[State] = []  # the state each step was fed, for cells' ``stepping`` blocks
     aux_total: Optional[Tensor] = None
-    with cell.stepping(cell.project_input(x), seen) as x_proj:
+    with _stepping(cell, cell.project_input(x), seen) as x_proj:
         for t, x_t in enumerate(x_proj.unbind(0)):
             seen.append(state)
             # A constant initial state (no gradient) would need a graph of its own for one step: run it eagerly.

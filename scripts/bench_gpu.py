@@ -1,0 +1,140 @@
+"""Every cell at its paper's size on a GPU (or ``--device cpu``): eager and compiled, beside cuDNN's GRU.
+
+For each cell, forward + backward of a one-layer ``Recurrent`` (eager and ``compile=True``, same
+weights) and of ``torch.nn.GRU`` at the same size (cuDNN on a GPU), in interleaved rounds (median).
+Printed per cell and mode: ms per time step, time ÷ torch.nn.GRU's, MACs per token (hoisted input
+map + one step, counted from the shapes), time ratio ÷ MAC ratio (how much slower than its
+arithmetic predicts; 1.0 = as fast per multiply-add as cuDNN's GRU), peak memory (CUDA only), and
+the compile time of the compiled mode (first two calls, apart from the timing).
+
+    python scripts/bench_gpu.py                         # on cuda:0, every cell, the papers' sizes
+    python scripts/bench_gpu.py --cells SatMZU GRU --repeats 20
+    python scripts/bench_gpu.py --device cpu --tiny     # tiny sizes on CPU: checks the script runs
+
+Sizes (B, T, I, H): the MZU cells and GRU+DT as in the MZU paper's PTB-char setting (shared deep
+transition L = 1, batch 128 of the config's 256 to fit beside the others), CARU and MGU as in the
+CARU paper's IMDB setting, MuFuRU as in its SST setting, MC-RNN (around LSTM) as in its PTB-word
+setting, the classic cells at a common LM size.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from functools import partial
+from typing import Callable, Dict, List, Sequence, Tuple
+
+import torch
+from torch import nn
+
+from lit_rnncells.benchmark import input_macs, interleaved_times, step_macs
+from lit_rnncells.cells import get_cell
+from lit_rnncells.nn import Recurrent
+
+Size = Tuple[int, int, int, int]
+MZU_PTB: Size = (128, 150, 256, 800)
+CELLS: Dict[str, Tuple[Callable, Size]] = {
+    "GRU": (get_cell("GRU"), (64, 100, 256, 512)),
+    "LSTM": (get_cell("LSTM"), (64, 100, 256, 512)),
+    "Elman": (get_cell("Elman"), (64, 100, 256, 512)),
+    "MGU": (get_cell("MGU"), (100, 200, 100, 256)),
+    "CARU": (get_cell("CARU"), (100, 200, 100, 256)),
+    "MuFuRU": (get_cell("MuFuRU"), (25, 50, 300, 100)),
+    "GRUDT": (partial(get_cell("GRUDT"), transition_depth=1, share_transition=True), MZU_PTB),
+    "SatMZU": (partial(get_cell("SatMZU"), transition_depth=1, share_transition=True), MZU_PTB),
+    "GcnMZU": (partial(get_cell("GcnMZU"), transition_depth=1, share_transition=True), MZU_PTB),
+    "CapMZU": (partial(get_cell("CapMZU"), transition_depth=1, share_transition=True), MZU_PTB),
+    "MultiChannel(LSTM)": (partial(get_cell("MultiChannel"), cell="LSTM", block_size=4), (20, 70, 400, 1150)),
+}
+TINY: Size = (4, 6, 8, 8)
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def train_step(module: nn.Module, x: torch.Tensor) -> Callable[[], None]:
+    def run() -> None:
+        module(x)[0].sum().backward()
+        module.zero_grad(set_to_none=True)
+        _sync(x.device)
+    return run
+
+
+def peak_memory_mb(fn: Callable[[], None], device: torch.device) -> float:
+    """Peak CUDA memory of one call, MiB (NaN on CPU)."""
+    if device.type != "cuda":
+        return float("nan")
+    torch.cuda.reset_peak_memory_stats(device)
+    fn()
+    return torch.cuda.max_memory_allocated(device) / 2 ** 20
+
+
+def bench_cell(name: str, factory: Callable, size: Size, device: torch.device, repeats: int) -> List[dict]:
+    batch, steps, inp, hidden = size
+    torch.manual_seed(0)
+    x = torch.randn(batch, steps, inp, device=device)
+    gru = nn.GRU(inp, hidden, batch_first=True).to(device)
+    eager = Recurrent(factory, inp, hidden, batch_first=True).to(device)
+    compiled = Recurrent(factory, inp, hidden, batch_first=True, compile=True).to(device)
+    compiled.load_state_dict(eager.state_dict())
+    start = time.perf_counter()
+    for _ in range(2):
+        train_step(compiled, x)()
+    compile_s = time.perf_counter() - start
+    jobs = {"gru": train_step(gru, x), "eager": train_step(eager, x), "compiled": train_step(compiled, x)}
+    times = interleaved_times(jobs, repeats)
+    cell = eager.cell().cpu()
+    macs = input_macs(cell) + step_macs(cell)
+    eager.to(device)
+    gru_macs = 3 * hidden * (inp + hidden)
+    rows = []
+    for mode in ("eager", "compiled"):
+        ratio = statistics.median([t / g for t, g in zip(times[mode], times["gru"])])
+        rows.append({"cell": name, "mode": mode, "size": f"B{batch} T{steps} I{inp} H{hidden}",
+                     "ms_per_step": statistics.median(times[mode]) / steps * 1e3, "vs_cudnn_gru": ratio,
+                     "macs": macs, "time_per_mac": ratio / (macs / gru_macs),
+                     "peak_mb": peak_memory_mb(jobs[mode], device),
+                     "compile_s": compile_s if mode == "compiled" else float("nan")})
+    return rows
+
+
+def format_rows(rows: Sequence[dict], baseline: str) -> str:
+    out = [f"| cell | mode | size | ms / step | time ÷ {baseline} | MACs/token | time ratio ÷ MAC ratio | "
+           "peak MiB | compile s |", "|---|---|---|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        peak = "n/a" if r["peak_mb"] != r["peak_mb"] else f"{r['peak_mb']:,.0f}"
+        comp = "" if r["compile_s"] != r["compile_s"] else f"{r['compile_s']:.1f}"
+        out.append(f"| {r['cell']} | {r['mode']} | {r['size']} | {r['ms_per_step']:.3f} | {r['vs_cudnn_gru']:.2f} | "
+                   f"{r['macs']:,} | {r['time_per_mac']:.2f} | {peak} | {comp} |")
+    return "\n".join(out)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--device", default="cuda", help="cuda (default), cuda:1, cpu, ...")
+    parser.add_argument("--cells", nargs="+", default=list(CELLS), choices=list(CELLS))
+    parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--tiny", action="store_true", help=f"every cell at B, T, I, H = {TINY}, 1 round")
+    args = parser.parse_args(argv)
+    device = torch.device(args.device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        print("error: no CUDA device is visible to torch; pass --device cpu to run on the CPU", file=sys.stderr)
+        return 2
+    repeats = 1 if args.tiny else args.repeats
+    baseline = "cuDNN GRU" if device.type == "cuda" else "torch.nn.GRU"
+    where = torch.cuda.get_device_name(device) if device.type == "cuda" else f"CPU, {torch.get_num_threads()} threads"
+    print(f"torch {torch.__version__} on {where}; forward+backward, median of {repeats} interleaved rounds\n")
+    rows = []
+    for name in args.cells:
+        factory, size = CELLS[name]
+        rows += bench_cell(name, factory, TINY if args.tiny else size, device, repeats)
+        print(format_rows(rows[-2:], baseline).split("\n", 2)[2], flush=True)
+    print("\n" + format_rows(rows, baseline))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

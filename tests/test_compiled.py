@@ -1,0 +1,161 @@
+"""``Recurrent(compile=True)`` equals the eager layer for every cell, and compiles once per variant.
+
+Compiling is slow on CPU (seconds per cell class), so each cell class is compiled once and shared:
+the compiled step has one graph per class and variant (the padding mask is always passed, so padded
+and unpadded batches, both directions and every layer reuse it). Sizes are tiny.
+"""
+from __future__ import annotations
+
+import copy
+import functools
+from typing import Dict, List, Tuple
+
+import pytest
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from lit_rnncells.cells import RecurrentCell
+from lit_rnncells.nn import Recurrent
+from lit_rnncells.nn.compiled import compiled_graph_count
+
+from .cell_cases import cell_cases
+
+CASES = cell_cases()
+INPUT, HIDDEN = 3, 8
+
+
+def _leaves(state) -> Tuple[torch.Tensor, ...]:
+    return state if isinstance(state, tuple) else (state,)
+
+
+def _run(layer: Recurrent, x: torch.Tensor, lengths) -> Dict[str, object]:
+    """Outputs, final state, aux loss and every parameter's gradient of a loss reading all three."""
+    layer.zero_grad(set_to_none=True)
+    out, state, aux = layer(x, lengths=lengths, return_aux=True)
+    weight = torch.linspace(-1, 1, out.numel()).view_as(out)
+    loss = (out * weight).sum() + aux + sum(leaf.float().square().sum() for leaf in _leaves(state)
+                                            if leaf.is_floating_point())
+    loss.backward()
+    return {"out": out.detach(), "state": tuple(s.detach() for s in _leaves(state)), "aux": aux.detach(),
+            "grads": {n: p.grad for n, p in layer.named_parameters()}}
+
+
+def _assert_same(eager: Dict[str, object], compiled: Dict[str, object], atol: float, rtol: float) -> None:
+    torch.testing.assert_close(compiled["out"], eager["out"], atol=atol, rtol=rtol, msg="outputs")
+    for i, (a, b) in enumerate(zip(compiled["state"], eager["state"])):
+        torch.testing.assert_close(a, b, atol=atol, rtol=rtol, msg=f"final state leaf {i}")
+    torch.testing.assert_close(compiled["aux"], eager["aux"], atol=atol, rtol=rtol, msg="aux loss")
+    for name, grad in eager["grads"].items():
+        other = compiled["grads"][name]
+        assert (grad is None) == (other is None), name
+        if grad is not None:
+            torch.testing.assert_close(other, grad, atol=atol, rtol=rtol, msg=f"gradient of {name}")
+
+
+def _pair(factory, bidirectional: bool, seed: int = 0) -> Tuple[Recurrent, Recurrent]:
+    torch.manual_seed(seed)
+    eager = Recurrent(factory, INPUT, HIDDEN, num_layers=2, bidirectional=bidirectional, batch_first=True)
+    compiled = copy.deepcopy(eager)
+    compiled.compiled = True
+    return eager, compiled
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_compiled_equals_eager_for_every_cell(name: str) -> None:
+    """Outputs, final state, aux loss and all gradients: padded and unpadded, 1 and 2 directions, 2 layers."""
+    x = torch.randn(3, 5, INPUT, generator=torch.Generator().manual_seed(1))
+    for bidirectional in (False, True):
+        eager, compiled = _pair(CASES[name], bidirectional)
+        for lengths in (None, torch.tensor([5, 2, 4])):
+            _assert_same(_run(eager, x, lengths), _run(compiled, x, lengths), atol=2e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize("name", ["GRU", "SatMZU", "MuFuRU", "MultiChannel(LSTM,n=4)"])
+def test_compiled_equals_eager_under_bf16_autocast(name: str) -> None:
+    eager, compiled = _pair(CASES[name], bidirectional=True)
+    x = torch.randn(3, 5, INPUT, generator=torch.Generator().manual_seed(2))
+    lengths = torch.tensor([5, 3, 1])
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        want, got = _run(eager, x, lengths), _run(compiled, x, lengths)
+    assert got["state"][0].dtype == torch.float32  # the state keeps its precision, as in the eager loop
+    _assert_same(want, got, atol=3e-2, rtol=3e-2)
+
+
+class _Newcomer(RecurrentCell):
+    """The README's "Adding a cell" example, verbatim (not registered: tests must not grow the registry)."""
+
+    recurrent_weights = ("weight_hh",)
+
+    def __init__(self, input_size: int, hidden_size: int) -> None:
+        super().__init__(input_size, hidden_size)
+        self.weight_ih = nn.Parameter(torch.randn(2 * hidden_size, input_size) / input_size ** 0.5)
+        self.weight_hh = nn.Parameter(torch.randn(hidden_size, hidden_size) / hidden_size ** 0.5)
+
+    def project_input(self, x):
+        return F.linear(x, self.weight_ih)
+
+    def step(self, x_proj_t, h):
+        z, ux = x_proj_t.chunk(2, dim=-1)
+        u = torch.sigmoid(ux + h @ self.weight_hh.t())
+        return h + u * (torch.tanh(z) - h)
+
+
+class _OldStyleStepping(_Newcomer):
+    """A cell written against the one-argument ``stepping(x_proj)`` hook still runs (eager and compiled)."""
+
+    entered = 0
+
+    def stepping(self, x_proj):  # type: ignore[override]
+        type(self).entered += 1
+        return super().stepping(x_proj)
+
+
+def test_readme_newcomer_cell_runs_compiled_unchanged() -> None:
+    x = torch.randn(2, 4, INPUT, generator=torch.Generator().manual_seed(3))
+    for bidirectional in (False, True):
+        eager, compiled = _pair(_Newcomer, bidirectional)
+        _assert_same(_run(eager, x, torch.tensor([4, 2])), _run(compiled, x, torch.tensor([4, 2])), 2e-5, 1e-4)
+    eager, compiled = _pair(_OldStyleStepping, bidirectional=False)
+    _assert_same(_run(eager, x, None), _run(compiled, x, None), 2e-5, 1e-4)
+    assert _OldStyleStepping.entered == 4  # 2 layers x 2 runs
+
+
+class _Counted(_Newcomer):
+    """A class of its own, so its compiled step starts with no graph."""
+
+
+def test_mixed_lengths_and_batch_sizes_compile_one_graph_per_variant() -> None:
+    """Lengths never reach the compiled step (it sees one time step) and the batch dimension is dynamic
+    from the first call: one training graph for all batches, one more for evaluation without gradients."""
+    torch.manual_seed(0)
+    layer = Recurrent(_Counted, INPUT, HIDDEN, num_layers=2, bidirectional=True, batch_first=True, compile=True)
+    for batch, steps in ((4, 7), (4, 3), (3, 9), (2, 5), (5, 1), (4, 12)):
+        x = torch.randn(batch, steps, INPUT)
+        lengths = torch.randint(1, steps + 1, (batch,))
+        lengths[0] = steps
+        out, _ = layer(x, lengths=lengths if batch % 2 else None)
+        out.sum().backward()
+    assert compiled_graph_count(_Counted) == 1
+    with torch.no_grad():
+        for batch, steps in ((4, 6), (2, 3), (7, 8)):
+            layer(torch.randn(batch, steps, INPUT))
+    assert compiled_graph_count(_Counted) == 2
+
+
+def test_mufuru_compiles_once_not_once_per_step() -> None:
+    """MuFuRU's step once appended to a list (a recompilation each step); the layer now keeps the states."""
+    from lit_rnncells.cells import MuFuRU
+
+    _, compiled = _pair(CASES["MuFuRU"], bidirectional=False)
+    for steps in (6, 9):
+        out, _ = compiled(torch.randn(2, steps, INPUT))
+        out.sum().backward()
+    assert compiled_graph_count(MuFuRU) == 1
+
+
+def test_task_and_cli_option_reach_the_layer() -> None:
+    from lit_rnncells.tasks.logic import LogicEvaluator
+
+    assert LogicEvaluator(compile=True).rnn.compiled and not LogicEvaluator().rnn.compiled
+    assert "compile=True" in repr(Recurrent("GRU", 2, 3, compile=True))

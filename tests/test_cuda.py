@@ -1,0 +1,82 @@
+"""On a CUDA device: every cell equals itself on CPU (eager and compiled), LSTM runs through cuDNN,
+bf16 and fp16 autocast work, and two GPUs under DDP train as one GPU on the doubled batch.
+
+Marked ``cuda``; skipped, with the reason, where torch sees no CUDA device (``-m cuda`` selects them).
+"""
+from __future__ import annotations
+
+import copy
+from typing import Dict
+
+import pytest
+import torch
+
+from lit_rnncells.nn import Recurrent
+
+from .cell_cases import cell_cases
+from .test_compiled import INPUT, HIDDEN, _assert_same, _run
+
+CASES = cell_cases()
+NO_GPU = "needs a CUDA device; torch.cuda.is_available() is False on this machine"
+pytestmark = [pytest.mark.cuda, pytest.mark.skipif(not torch.cuda.is_available(), reason=NO_GPU)]
+
+
+def _to_cpu(result: Dict[str, object]) -> Dict[str, object]:
+    return {"out": result["out"].cpu(), "state": tuple(s.cpu() for s in result["state"]), "aux": result["aux"].cpu(),
+            "grads": {n: None if g is None else g.cpu() for n, g in result["grads"].items()}}
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+@pytest.mark.parametrize("name", list(CASES))
+def test_cell_on_cuda_equals_cpu_forward_and_backward(name: str, compiled: bool) -> None:
+    torch.manual_seed(0)
+    cpu = Recurrent(CASES[name], INPUT, HIDDEN, num_layers=2, bidirectional=True, batch_first=True)
+    gpu = copy.deepcopy(cpu).cuda()
+    gpu.compiled = compiled
+    x = torch.randn(3, 5, INPUT, generator=torch.Generator().manual_seed(1))
+    lengths = torch.tensor([5, 2, 4])
+    for lens in (None, lengths):
+        want = _run(cpu, x, lens)
+        got = _to_cpu(_run(gpu, x.cuda(), None if lens is None else lens.cuda()))
+        _assert_same(want, got, atol=1e-4, rtol=1e-3)  # TF32 is off by default for matmuls in torch
+
+
+def test_lstm_runs_through_cudnn() -> None:
+    layer = Recurrent("LSTM", INPUT, HIDDEN, batch_first=True).cuda()
+    x = torch.randn(4, 6, INPUT, device="cuda")
+    with torch.autograd.profiler.profile() as prof:
+        layer(x)[0].sum().backward()
+        torch.cuda.synchronize()
+    names = {e.name for e in prof.function_events}
+    assert any("cudnn_rnn" in n for n in names), sorted(names)[:40]
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "fp16"])
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+@pytest.mark.parametrize("name", ["GRU", "LSTM", "SatMZU", "MuFuRU", "MultiChannel(LSTM,n=4)"])
+def test_autocast_on_cuda(name: str, compiled: bool, dtype: torch.dtype) -> None:
+    torch.manual_seed(0)
+    full = Recurrent(CASES[name], INPUT, HIDDEN, num_layers=2, bidirectional=True, batch_first=True).cuda()
+    half = copy.deepcopy(full)
+    half.compiled = compiled
+    x = torch.randn(3, 5, INPUT, device="cuda")
+    lengths = torch.tensor([5, 3, 1], device="cuda")
+    want = _run(full, x, lengths)
+    with torch.autocast("cuda", dtype=dtype):
+        got = _run(half, x, lengths)
+    assert got["state"][0].dtype == torch.float32  # the state keeps its precision
+    _assert_same(want, got, atol=5e-2, rtol=5e-2)
+
+
+@pytest.mark.slow
+@pytest.mark.real_data
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two CUDA devices")
+@pytest.mark.parametrize("compiled", ["false", "true"], ids=["eager", "compiled"])
+def test_two_gpu_ddp_step_equals_one_gpu_on_the_doubled_batch(compiled: str, data_dir, tmp_path) -> None:
+    from .test_reliability import assert_ddp_matches_one_process
+    from .test_resume_and_ddp import logic
+
+    cache = tmp_path / "cache"
+    assert_ddp_matches_one_process(
+        lambda devices, batch: logic(data_dir, cache, tmp_path / f"run{devices}", batch, 0.0)
+        + ["--trainer.accelerator", "gpu", "--model.init_args.compile", compiled], tmp_path)

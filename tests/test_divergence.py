@@ -1,0 +1,61 @@
+"""The divergence guard on a finite loss (callbacks.FiniteGuard): its threshold, its off switch, and that a
+healthy run with a loss near 0 is not stopped by ordinary noise."""
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from lit_rnncells.callbacks import DIVERGENCE_PATIENCE, FiniteGuard, TrainingDiverged
+from lit_rnncells.cli import run
+
+ROOT = Path(__file__).resolve().parents[1]
+LOGIC = str(ROOT / "configs" / "logic" / "mufuru.yaml")
+
+
+class _Strategy:
+    def reduce_boolean_decision(self, decision: bool, all: bool = True) -> bool:  # noqa: A002 - Lightning's name
+        return decision
+
+
+def _trainer():
+    return SimpleNamespace(strategy=_Strategy(), global_step=0, current_epoch=0,
+                           optimizers=[SimpleNamespace(param_groups=[{"lr": 1e6}])])
+
+
+def _feed(guard: FiniteGuard, losses):
+    trainer = _trainer()
+    for step, loss in enumerate(losses):
+        trainer.global_step = step
+        guard.on_before_backward(trainer, None, torch.tensor(loss))
+
+
+def test_stops_after_the_patience_of_exploded_steps_not_before():
+    guard = FiniteGuard(threshold=10.0)
+    _feed(guard, [4.0, 3.0] + [1e7] * (DIVERGENCE_PATIENCE - 1))  # one step short
+    with pytest.raises(TrainingDiverged, match="1e\\+07 at step .* above 10x its running minimum 3 "):
+        _feed(guard, [1e7])
+
+
+def test_a_loss_near_zero_with_noise_above_ten_times_its_minimum_is_not_stopped():
+    """Below the first loss: a logic task at 0.001 whose batches read 0.05 has not diverged."""
+    _feed(FiniteGuard(threshold=10.0), [0.7, 0.001] + [0.05] * 50)
+
+
+def test_a_spike_that_recovers_is_not_stopped():
+    _feed(FiniteGuard(threshold=10.0), ([3.0, 2.0] + [100.0] * (DIVERGENCE_PATIENCE - 1) + [2.0]) * 3)
+
+
+def test_threshold_zero_turns_the_check_off():
+    _feed(FiniteGuard(threshold=0), [4.0, 3.0] + [1e7] * 100)
+
+
+def test_threshold_zero_from_the_command_line_lets_the_run_finish(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert run(["fit", "--config", LOGIC, "--data.init_args.train_size", "640", "--data.init_args.val_size", "16",
+                "--data.init_args.test_size", "16", "--trainer.max_epochs", "1", "--trainer.logger", "false",
+                "--trainer.enable_progress_bar", "false", "--test_after_fit", "false",
+                "--model.init_args.optimizer.init_args.lr", "1e6", "--trainer.gradient_clip_val", "null",
+                "--divergence_threshold", "0"]) == 0
