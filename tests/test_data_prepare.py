@@ -349,8 +349,8 @@ def test_semeval_needs_a_source_folder(capsys, tmp_path):
 # The expected lines are the perl pipeline worked by hand: grep -v / sed on the tags, tokenizer.perl -l <lang>
 # (escaping on, no -a; German's nonbreaking prefixes hold single letters and digits, so "6." and "s." stay
 # whole; English splits "It's" as "It 's"), clean-corpus-n.perl -ratio 1.5 (1..175 tokens), lowercase.perl.
-HEADER = [("<url>http://www.ted.com/talks/lang/de/jane_doe.html</url>", "<url>http://www.ted.com/talks/jane_doe.html</url>",
-           None, None),
+HEADER = [("<url>http://www.ted.com/talks/lang/de/jane_doe.html</url>",
+           "<url>http://www.ted.com/talks/jane_doe.html</url>", None, None),
           ("<keywords>talks, books</keywords>", "<keywords>talks, books</keywords>", None, None),
           ("<talkid>1</talkid>", "<talkid>1</talkid>", None, None),
           ("<title>Jane Doe: Über Bücher</title>", "<title>Jane Doe: On books</title>",
@@ -436,3 +436,77 @@ def test_an_archive_that_is_not_the_release(tmp_path, capsys):
         tar.addfile(info, io.BytesIO(b""))
     code, out = run(capsys, "prepare", "iwslt14", "--source", str(tmp_path), "--dest", str(tmp_path / "out"))
     assert code == 1 and "it is not the IWSLT 2014 de-en release" in out
+
+
+def test_each_datamodule_kind_maps_to_its_files(tmp_path):
+    """Which files the fit-time check reads for each DataModule configuration (hub ids: none)."""
+    from types import SimpleNamespace as NS
+
+    from lit_rnncells.data import split_check as sc
+
+    ptb = sc._language_model(NS(dataset="ptb_char", data_dir=str(tmp_path)))
+    assert (ptb.name, ptb.layout.name, ptb.paths["dev"]) == ("ptb", "char", [tmp_path / "ptb.char.valid.txt"])
+    (tmp_path / "text8").write_text("a b")
+    text8 = sc._language_model(NS(dataset="text8", data_dir=str(tmp_path / "text8")))
+    assert text8.paths == {"all": [tmp_path / "text8"]} and text8.layout.kind == "bytes"
+    own = sc._language_model(NS(dataset="text", data_dir=str(tmp_path)))
+    assert own.name is None and own.paths["dev"] == [tmp_path / "valid.txt"]
+    assert sc._language_model(NS(dataset="ptb_word", data_dir="ptb-text-only/ptb_text_only")) is None
+    giga = sc._translation(NS(dataset="gigaword", data_dir=str(tmp_path), files={}, source_language="article",
+                              target_language="title"))
+    assert giga.paths["dev"] == [tmp_path / "valid.article.filter.txt", tmp_path / "valid.title.filter.txt"]
+    en_de = sc._translation(NS(dataset="multi30k", data_dir=str(tmp_path), files={}, source_language="en",
+                               target_language="de"))
+    assert en_de.paths["test"] == [tmp_path / "test_2016_flickr.en", tmp_path / "test_2016_flickr.de"]
+    files = sc._translation(NS(dataset="parallel", data_dir=None, files={"train": ["a.x", "a.y"]},
+                               source_language="x", target_language="y"))
+    assert files.name is None and files.paths == {"train": [Path("a.x"), Path("a.y")]}
+    assert sc._translation(NS(dataset="iwslt14", data_dir="IWSLT/iwslt2017", files={}, source_language="de",
+                              target_language="en")) is None
+    absa = sc._sentiment(NS(domain="laptops", data_dir=str(tmp_path)))
+    assert absa.paths["test"] == [tmp_path / "Laptops_Test_Gold.xml"]
+    (tmp_path / "aclImdb_v1.tar.gz").write_bytes(b"")
+    imdb = sc._sentiment(NS(dataset="imdb", data_dir=str(tmp_path)))
+    assert imdb.paths == {"train": [tmp_path / "aclImdb_v1.tar.gz"], "test": [tmp_path / "aclImdb_v1.tar.gz"]}
+    assert sc._sentiment(NS(dataset="sst", data_dir="stanfordnlp/sst2")) is None
+
+
+def test_a_release_file_given_with_source_is_verified(tmp_path, capsys):
+    with zipfile.ZipFile(tmp_path / "enwik8.zip", "w") as zf:
+        zf.writestr("enwik8", "<mediawiki>not the real thing</mediawiki>")
+    code, out = run(capsys, "prepare", "enwik8", "--source", str(tmp_path), "--dest", str(tmp_path / "out"))
+    assert code == 1 and "enwik8.zip has" in out and "the release 36,445,475" in out
+    assert not (tmp_path / "out" / "enwik8").exists()
+
+
+def test_prepare_text8_writes_the_member_and_check_counts_its_bytes(tmp_path, capsys):
+    with zipfile.ZipFile(tmp_path / "text8.zip", "w") as zf:
+        zf.writestr("text8", " anarchism originated as a term")
+    code, out = run(capsys, "prepare", "text8", "--source", str(tmp_path), "--dest", str(tmp_path / "out"))
+    assert (tmp_path / "out" / "text8").read_text() == " anarchism originated as a term"
+    assert code == 1 and "text8 text8 all has 31 bytes, the official release 100,000,000" in out
+
+
+def test_prepare_gigaword_lays_out_the_harvardnlp_archive(tmp_path, capsys, monkeypatch):
+    """summary.tar.gz: sumdata/train/*.txt.gz and sumdata/Giga/{input,task1_ref0}.txt → the local layout."""
+    members = {"sumdata/train/train.article.txt.gz": gzip.compress(b"a b c\nd e f\n"),
+               "sumdata/train/train.title.txt.gz": gzip.compress(b"a b\nd e\n"),
+               "sumdata/train/valid.article.filter.txt.gz": gzip.compress(b"g h i\n"),
+               "sumdata/train/valid.title.filter.txt.gz": gzip.compress(b"g h\n"),
+               "sumdata/Giga/input.txt": b"j k l\n", "sumdata/Giga/task1_ref0.txt": b"j UNK\n",
+               "sumdata/DUC2004/input.txt": b"m n o\n"}
+    with tarfile.open(tmp_path / "summary.tar.gz", "w:gz") as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    real = known.KNOWN["gigaword"]
+    source = Source(real.sources[0].url, "summary.tar.gz", provenance="the test")
+    monkeypatch.setitem(known.KNOWN, "gigaword", Dataset("gigaword", real.title, real.datamodule, (source,),
+                                                         real.layouts, real.steps))
+    code, out = run(capsys, "prepare", "gigaword", "--source", str(tmp_path), "--dest", str(tmp_path / "out"))
+    written = {p.name: p.read_text() for p in (tmp_path / "out").iterdir()}
+    assert written == {"train.article.txt": "a b c\nd e f\n", "train.title.txt": "a b\nd e\n",
+                       "valid.article.filter.txt": "g h i\n", "valid.title.filter.txt": "g h\n",
+                       "test.article.txt": "j k l\n", "test.title.txt": "j UNK\n"}
+    assert code == 1 and "gigaword article-title train has 2 pairs, the official release 3,803,957" in out

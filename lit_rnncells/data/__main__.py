@@ -56,7 +56,7 @@ def _check(name: str, dest: Optional[str]) -> int:
 
 def _prepare(name: str, dest: Optional[str], mirror: Optional[str], source: Optional[str], force: bool) -> int:
     from .check import check_folder
-    from .prepare import PrepareError, prepare  # noqa: F401
+    from .prepare import PrepareError, prepare
 
     folder = _dest(name, dest)
     try:

@@ -34,7 +34,7 @@ CHECK_VERSION = 1
 
 @dataclass
 class Fault:
-    """One thing wrong with a folder: ``kind`` is missing, encoding, count, overlap or contains_dev."""
+    """One thing wrong with a folder: ``kind`` is missing, encoding, format, count, overlap or contains_dev."""
     kind: str
     problem: str
     fix: str
@@ -285,9 +285,10 @@ class SplitCheckMixin:
         except (EncodingFault, ValueError):
             return  # the DataModule's reader reports these
         faults = judge(bound, measured)
+        more = f"; `python -m lit_rnncells.data check {bound.name}` checks the whole folder" if bound.name else ""
         for fault in faults:
             if fault.kind != "contains_dev":
-                rank_zero_warn(f"{fault}; `python -m lit_rnncells.data check` reports every fault.")
+                rank_zero_warn(f"{fault}{more}.")
         for fault in faults:
             if fault.kind == "contains_dev":
                 raise ValueError(str(fault) + ".")

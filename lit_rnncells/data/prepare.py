@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional
 
 from .fetch import PrepareError, download, from_source
-from .known import ENWIK8_MD5, KNOWN, Dataset, Source
+from .known import ENWIK8_MD5, KNOWN, Dataset
 
 __all__ = ["PrepareError", "prepare"]
 Log = Callable[[str], None]
@@ -167,7 +167,3 @@ def prepare(name: str, folder: Path, mirror: Optional[str] = None, source: Optio
     BUILDERS[name](archives, folder, log)
     if downloads.is_dir():
         shutil.rmtree(downloads)
-
-
-def sources(name: str) -> List[Source]:
-    return list(KNOWN[name].sources)

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 from .check import Bound, bind
+from . import known
 from .known import Layout, layout
 from .text import is_hub_id
 
@@ -29,6 +30,8 @@ def _language_model(dm: Any) -> Optional[Bound]:
     if dm.dataset == "text":
         own = Layout("text", "lines", {"train": ("train.txt",), "dev": ("valid.txt",), "test": ("test.txt",)}, {})
         return bind(None, own, folder)
+    if dm.dataset not in _LM:
+        return None  # a dataset this table does not know: not checked
     name, group = _LM[dm.dataset]
     if folder.is_file():  # text8 / enwik8 given as the file itself
         return Bound(name, layout(name, group), {"all": [folder]})
@@ -38,13 +41,15 @@ def _language_model(dm: Any) -> Optional[Bound]:
 def _translation(dm: Any) -> Optional[Bound]:
     from .translation import LOCAL_FILES
 
+    if dm.dataset != "parallel" and dm.dataset not in _SEQ2SEQ:
+        return None  # a dataset this table does not know: not checked
     languages = [dm.source_language, dm.target_language]
     paths: Dict[str, List[Path]] = {}
     folder = _folder(dm.data_dir)
     for split in ("train", "valid", "test"):
         if split in dm.files:
             paths[_SPLIT[split]] = [Path(p).expanduser() for p in dm.files[split]]
-        elif folder is not None:
+        elif folder is not None and split in LOCAL_FILES.get(dm.dataset, {}):
             paths[_SPLIT[split]] = [folder / LOCAL_FILES[dm.dataset][split].format(lang) for lang in languages]
     if not paths:
         return None
@@ -59,9 +64,12 @@ def _sentiment(dm: Any) -> Optional[Bound]:
     if folder is None:
         return None
     if hasattr(dm, "domain"):
-        return bind("semeval14", layout("semeval14", dm.domain), folder)
+        group = next((g for g in known.KNOWN["semeval14"].layouts if g.name == dm.domain), None)
+        return bind("semeval14", group, folder) if group is not None else None
     if dm.dataset == "sst":
         return bind("sst", layout("sst", "trees"), folder)
+    if dm.dataset != "imdb":
+        return None
     from .imdb import resolve_local
 
     try:
