@@ -17,8 +17,8 @@ class PredictionWriter(BasePredictionWriter):
 
     A task's ``predict_step`` returns a list of records ``{"index": int, "text": str, ...}``
     (``index`` is the input line number). Records from every batch and every rank are gathered,
-    sorted by index and their texts written to ``output`` (a file path) or standard output.
-    Other return values (e.g. the language model's samples, which it prints itself) are ignored.
+    sorted by index and their texts written to ``output`` (a file path; then ``predict: wrote N lines to
+    <output>`` is printed) or standard output. Every task returns such records.
     """
 
     def __init__(self, output: Optional[str] = None) -> None:
@@ -40,12 +40,14 @@ class PredictionWriter(BasePredictionWriter):
             gathered: List[Any] = [None] * trainer.world_size
             dist.all_gather_object(gathered, records)
             records = [r for part in gathered for r in part]
-        if trainer.global_rank != 0 or not records:
+        if trainer.global_rank != 0:
             return
         by_index = {int(r["index"]): str(r["text"]) for r in records}
         lines = "".join(by_index[i] + "\n" for i in sorted(by_index))
         if self.output:
-            Path(self.output).expanduser().write_text(lines, encoding="utf-8")
+            path = Path(self.output).expanduser()
+            path.write_text(lines, encoding="utf-8")
+            print(f"predict: wrote {len(by_index)} lines to {path}", flush=True)
         else:
             sys.stdout.write(lines)
             sys.stdout.flush()

@@ -329,7 +329,8 @@ class LanguageModelDataModule(SplitCheckMixin, LightningDataModule):
         return self._eval_loader("test")
 
     def predict_dataloader(self) -> DataLoader:
-        items = [{"prompt": p, "length": self.predict_length, "temperature": self.temperature} for p in self.prompts]
+        items = [{"index": i, "prompt": p, "length": self.predict_length, "temperature": self.temperature}
+                 for i, p in enumerate(self.prompts)]
         return batch_loader(items)
 
     def on_after_batch_transfer(self, batch: Any, dataloader_idx: int) -> Any:

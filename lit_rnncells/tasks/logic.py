@@ -1,7 +1,7 @@
 """Propositional-logic evaluation (Weissenborn & Rocktäschel, arXiv:1606.03002, §4.1): read a formula, predict its truth value."""
 from __future__ import annotations
 
-from typing import Dict, Optional
+from typing import Any, Dict, List, Optional
 
 import torch
 from lightning.pytorch.cli import LRSchedulerCallable, OptimizerCallable
@@ -71,6 +71,9 @@ class LogicEvaluator(RecurrentTask):
     def test_step(self, batch: Dict[str, Tensor], batch_idx: int) -> None:
         self._shared_step(batch, "test")
 
-    def predict_step(self, batch: Dict[str, Tensor], batch_idx: int) -> Tensor:
+    def predict_step(self, batch: Dict[str, Tensor], batch_idx: int) -> List[Dict[str, Any]]:
+        """One record per formula: ``{"index", "text"}`` with the predicted truth value (``0`` or ``1``)."""
         logits, _ = self(batch["tokens"], batch["lengths"])
-        return logits.argmax(-1)
+        predicted = logits.argmax(-1).tolist()
+        indices = batch["index"].tolist() if "index" in batch else range(len(predicted))
+        return [{"index": int(i), "text": str(p), "label": int(p)} for i, p in zip(indices, predicted)]
