@@ -29,6 +29,19 @@ class PredictionWriter(BasePredictionWriter):
     def on_predict_epoch_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
         self._records = []
 
+    def on_predict_batch_start(self, trainer: Trainer, pl_module: LightningModule, batch: Any, batch_idx: int,
+                               dataloader_idx: int = 0) -> None:
+        """SIGTERM (Lightning's handler only sets a flag, which its predict loop never reads) stops decoding
+        between batches: exit code 143, nothing half-written."""
+        global INTERRUPTED_EXIT_CODE
+        if getattr(trainer, "received_sigterm", False):
+            INTERRUPTED_EXIT_CODE = 143
+            if trainer.global_rank == 0:
+                total = trainer.num_predict_batches[dataloader_idx] if trainer.num_predict_batches else "?"
+                print(f"\nSIGTERM during predict: stopped before batch {batch_idx + 1} of {total}; no predictions "
+                      "were written (run predict again).", file=sys.stderr, flush=True)
+            raise SIGTERMException()
+
     def write_on_batch_end(self, trainer: Trainer, pl_module: LightningModule, prediction: Any,
                            batch_indices: Any, batch: Any, batch_idx: int, dataloader_idx: int) -> None:
         if isinstance(prediction, list):

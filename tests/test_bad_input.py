@@ -440,6 +440,47 @@ def test_an_imdb_split_without_one_class(empty, workdir, capsys):
                  str(folder / empty), code=2)
 
 
+@pytest.fixture(scope="module")
+def seq2seq_checkpoint(tmp_path_factory) -> Dict[str, Path]:
+    base = tmp_path_factory.mktemp("s2s")
+    folder = write_parallel(base / "par")
+    assert run(["fit", *parallel_args(folder), "--trainer.logger", "false", "--trainer.default_root_dir",
+                str(base / "run")]) == 0
+    return {"data": folder, "ckpt": next((base / "run").rglob("*.ckpt"))}
+
+
+def test_a_predict_line_longer_than_the_default_input_limit(seq2seq_checkpoint, workdir, capsys):
+    lines = workdir / "long.de"
+    lines.write_text("ein mann .\n" + " ".join(["zwei hunde spielen ."] * 400) + "\n")
+    out = workdir / "out.txt"
+    expect_error(capsys, workdir, ["predict", *parallel_args(seq2seq_checkpoint["data"]), "--ckpt_path",
+                                   str(seq2seq_checkpoint["ckpt"]), "--data.init_args.predict_file", str(lines),
+                                   "--predict_output", str(out)],
+                 "Line 2 of", "more than max_input_length=1024", "--data.init_args.max_input_length", code=2)
+    assert not out.exists()
+
+
+def test_sigterm_stops_seq2seq_predict_between_batches(seq2seq_checkpoint, workdir, capsys):
+    import json
+    lines = workdir / "many.de"
+    lines.write_text("".join(DE[i % len(DE)] + "\n" for i in range(12)))
+    out = workdir / "out.txt"
+    stop = {"class_path": "tests.examples.recorders.SigtermInPredict", "init_args": {"batch": 0}}
+    old = os.getcwd()
+    os.chdir(ROOT)  # tests.examples imports from the repository root
+    try:
+        code = run(["predict", *parallel_args(seq2seq_checkpoint["data"]), "--ckpt_path",
+                    str(seq2seq_checkpoint["ckpt"]), "--data.init_args.predict_file", str(lines),
+                    "--data.init_args.eval_batch_size", "2", "--predict_output", str(out),
+                    "--trainer.callbacks+=" + json.dumps(stop)])
+    finally:
+        os.chdir(old)
+    err = capsys.readouterr().err
+    assert code == 143, err[-2000:]
+    assert "SIGTERM during predict: stopped before batch 2 of 6" in err
+    assert not out.exists()
+
+
 def test_the_catalogue_is_large_enough():
     probes = len(CLI_PROBES) + len(LM_PROBES) + sum(1 for name in globals() if name.startswith("test_")) - 3
     assert probes >= 40, probes

@@ -49,6 +49,8 @@ from .text import cached, default_cache_dir, file_fingerprint, is_hub_id, local_
 
 DatasetName = Literal["multi30k", "iwslt14", "gigaword", "parallel"]
 SPLITS = ("train", "valid", "test")
+DEFAULT_MAX_INPUT_LENGTH = 1024
+"""The longest source (subwords) accepted at validate / test / predict time unless ``max_input_length`` says."""
 LANGUAGES = {"multi30k": ("de", "en"), "iwslt14": ("de", "en"), "gigaword": ("article", "title")}
 DEFAULT_DIRECTION = {"multi30k": ("de", "en"), "iwslt14": ("de", "en"), "gigaword": ("article", "title")}
 LOCAL_FILES = {
@@ -133,7 +135,8 @@ class TranslationDataModule(ResumableBatchesMixin, LightningDataModule):
         batch_size, eval_batch_size: pairs per batch; max_tokens: also at most this many padded source
             (or target) tokens per training batch.
         max_source_length, max_target_length: training pairs longer than these (subwords) are dropped.
-        max_input_length: the longest source (subwords) accepted at validate / test / predict time.
+        max_input_length: the longest source (subwords) accepted at validate / test / predict time (default
+            1024: a longer line is an error naming it, not minutes of decoding); None: any length.
         limit: use only the first ``limit`` pairs of every split (quick runs).
         predict_file: lines to translate / summarise in ``predict``; ``-`` reads standard input.
         checkpoint_path: take the tokenizers from this checkpoint (the CLI fills it from ``--ckpt_path``
@@ -150,7 +153,7 @@ class TranslationDataModule(ResumableBatchesMixin, LightningDataModule):
                  pretokenized: Optional[bool] = None, min_frequency: int = 2, batch_size: int = 64,
                  eval_batch_size: int = 64, max_tokens: Optional[int] = None,
                  max_source_length: Optional[int] = None, max_target_length: Optional[int] = None,
-                 max_input_length: Optional[int] = None, limit: Optional[int] = None,
+                 max_input_length: Optional[int] = DEFAULT_MAX_INPUT_LENGTH, limit: Optional[int] = None,
                  predict_file: Optional[str] = None, checkpoint_path: Optional[str] = None,
                  cache_dir: Optional[str] = None, seed: int = 0, chunk_batches: int = 50, num_workers: int = 0
                  ) -> None:
@@ -346,7 +349,8 @@ class TranslationDataModule(ResumableBatchesMixin, LightningDataModule):
         for ids, line in zip(sources, lines):
             if len(ids) > self.max_input_length:
                 raise ValueError(f"Line {line} of {name} has {len(ids)} source subwords, more than max_input_length="
-                                 f"{self.max_input_length}; shorten or split that line, or raise max_input_length.")
+                                 f"{self.max_input_length}; shorten or split that line, or raise max_input_length "
+                                 "(--data.init_args.max_input_length).")
 
     def predict_lines(self) -> Lines:
         """The predict input's lines (standard input is read once and kept); empty lines are an error."""
