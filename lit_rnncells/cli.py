@@ -290,6 +290,7 @@ def main(args: Optional[List[str]] = None, run: bool = True,
          parser_kwargs: Optional[Dict[str, Any]] = None) -> LitRNNCellsCLI:
     """Build (and by default run) the command line; errors propagate as exceptions (the library API)."""
     quiet_known_noise()
+    parser_kwargs = {"allow_abbrev": False, **(parser_kwargs or {})}  # --trainer.max_step is not max_steps
     return LitRNNCellsCLI(
         RecurrentTask,
         LightningDataModule,

@@ -144,6 +144,7 @@ CLI_PROBES = {
     "negative layers": (["--model.init_args.num_layers", "-1"], ["num_layers must be a positive integer"]),
     "value of the wrong type": (["--trainer.max_epochs", "abc"], ['"trainer.max_epochs" expects int']),
     "unknown argument": (["--bogus", "1"], ["unrecognized arguments: --bogus", "--help"]),
+    "an option prefix (no abbreviations)": (["--trainer.max_step", "1"], ["unrecognized arguments: --trainer.max_step"]),
     "missing config file": (["--config", "nope.yaml"], ["nope.yaml"]),
     "more formulas than exist": (["--data.init_args.train_gates", "[1, 1]", "--data.init_args.test_gates", "[1, 1]"],
                                  ["formulas"]),

@@ -21,11 +21,11 @@ def load_figures() -> None:
 
 def main(argv: Optional[List[str]] = None) -> int:
     load_figures()
-    parser = argparse.ArgumentParser(prog="python -m lit_rnncells.analysis",
+    parser = argparse.ArgumentParser(allow_abbrev=False, prog="python -m lit_rnncells.analysis",
                                      description="Draw a paper's analysis figure from trained checkpoints.")
     sub = parser.add_subparsers(dest="figure", required=True, metavar="FIGURE")
     for name, fig in sorted(common.FIGURES.items()):
-        fig.add_arguments(sub.add_parser(name, help=fig.help, description=fig.help))
+        fig.add_arguments(sub.add_parser(name, help=fig.help, description=fig.help, allow_abbrev=False))
     args = parser.parse_args(argv)
     try:
         common.FIGURES[args.figure].run(args)

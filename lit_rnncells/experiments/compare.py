@@ -432,8 +432,9 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = OneLineParser(prog="python -m lit_rnncells.compare", description=__doc__.split("\n\n")[0],
-                                 epilog="Arguments after -- go to the CLI of every run unchanged. See docs/compare.md.")
+    ap = OneLineParser(allow_abbrev=False, prog="python -m lit_rnncells.compare",
+                       description=__doc__.split("\n\n")[0],
+                       epilog="Arguments after -- go to the CLI of every run unchanged. See docs/compare.md.")
     ap.add_argument("--config", required=True, help="the task config every run starts from")
     ap.add_argument("--cells", nargs="+", required=True,
                     help="registered cell names, or Name(key=value,...) for cells that need options")

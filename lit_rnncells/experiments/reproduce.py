@@ -334,7 +334,7 @@ def reproduce(paper: str, out: Path, report: Optional[Path], experiments: Option
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m lit_rnncells.reproduce", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, prog="python -m lit_rnncells.reproduce", description=__doc__.split("\n\n")[0])
     ap.add_argument("paper", choices=sorted(PAPERS))
     ap.add_argument("--out", default="runs/reproduce", help="folder of the runs (one subfolder per experiment)")
     ap.add_argument("--report", help="write the markdown here (default: print it)")
