@@ -11,6 +11,8 @@ from lightning.pytorch import LightningModule, Trainer
 from lightning.pytorch.callbacks import BasePredictionWriter, Callback
 from lightning.pytorch.utilities.exceptions import SIGTERMException
 
+from .paths import check_output_file
+
 
 class PredictionWriter(BasePredictionWriter):
     """Writes what ``predict`` produced, one line per input line, in input order.
@@ -23,6 +25,8 @@ class PredictionWriter(BasePredictionWriter):
 
     def __init__(self, output: Optional[str] = None) -> None:
         super().__init__(write_interval="batch")
+        if output:
+            check_output_file(output, "--predict_output")
         self.output = output
         self._records: List[Dict[str, Any]] = []
 
@@ -58,7 +62,9 @@ class PredictionWriter(BasePredictionWriter):
         by_index = {int(r["index"]): str(r["text"]) for r in records}
         lines = "".join(by_index[i] + "\n" for i in sorted(by_index))
         if self.output:
-            Path(self.output).expanduser().write_text(lines, encoding="utf-8")
+            path = Path(self.output).expanduser()
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(lines, encoding="utf-8")
         else:
             sys.stdout.write(lines)
             sys.stdout.flush()

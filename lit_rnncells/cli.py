@@ -24,7 +24,7 @@ from .callbacks import (DIVERGENCE_PATIENCE, DIVERGENCE_THRESHOLD, FiniteGuard, 
 from .data.checkpoint_state import read_checkpoint
 from .errors import user_message
 from .quiet import quiet_known_noise
-from .start_checks import check_accelerator, report_start
+from .start_checks import check_accelerator, check_output_paths, report_start
 from .tasks.base import RecurrentTask
 
 # Sizes that come from the data flow into the model when the model has a parameter of that name.
@@ -124,6 +124,7 @@ class LitRNNCellsCLI(LightningCLI):
         data = config.get("data")
         trainer = config.get("trainer")
         check_accelerator(trainer)
+        check_output_paths(trainer)
         logger = trainer.get("logger") if trainer is not None else None
         if self.subcommand in ("test", "validate", "predict") and getattr(logger, "get", None) is not None \
                 and logger.get("class_path") == DEFAULT_LOGGER:

@@ -8,6 +8,7 @@ import pkgutil
 import sys
 from typing import List, Optional
 
+from ..paths import check_output_file
 from . import common
 
 
@@ -28,8 +29,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         fig.add_arguments(sub.add_parser(name, help=fig.help, description=fig.help, allow_abbrev=False))
     args = parser.parse_args(argv)
     try:
+        if getattr(args, "output", None):
+            check_output_file(args.output, "--output")  # before any checkpoint is read or figure drawn
         common.FIGURES[args.figure].run(args)
-    except (ValueError, FileNotFoundError) as error:
+    except (ValueError, FileNotFoundError, NotADirectoryError, IsADirectoryError) as error:
         if os.environ.get("LIT_RNNCELLS_TRACEBACK"):
             raise
         print(f"error: {error}", file=sys.stderr)

@@ -31,7 +31,6 @@ Policies:
 from __future__ import annotations
 
 import hashlib
-import sys
 from pathlib import Path
 from typing import Any, Dict, List, Literal, Optional, Sequence, Tuple
 
@@ -42,6 +41,7 @@ from torch import Tensor
 from torch.utils.data import DataLoader
 
 from ..cells.base import check_positive
+from ..paths import read_stdin, read_text_file
 from .batching import BucketedBatches, ResumableBatchesMixin, batch_loader, pad_batch
 from .checkpoint_state import datamodule_state
 from .subword import BOS_ID, EOS_ID, PAD_ID, SubwordTokenizer, check_tokenizer
@@ -78,7 +78,7 @@ def default_data_dir(dataset: str) -> Optional[str]:
 
 def read_lines(path: Path) -> Lines:
     """The lines of a UTF-8 text file (a final newline does not make an extra empty line)."""
-    text = path.read_text(encoding="utf-8")
+    text = read_text_file(path, "The file")
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
@@ -359,7 +359,7 @@ class TranslationDataModule(ResumableBatchesMixin, LightningDataModule):
         name = "standard input" if self.predict_file == "-" else str(Path(self.predict_file).expanduser())
         if self._predict_cache is None or self._predict_cache[0] != self.predict_file:
             if self.predict_file == "-":
-                lines = sys.stdin.read().split("\n")
+                lines = read_stdin("predict_file").split("\n")
                 if lines and lines[-1] == "":
                     lines.pop()
                 lines = [line.rstrip("\r") for line in lines]
@@ -452,6 +452,15 @@ class TranslationDataModule(ResumableBatchesMixin, LightningDataModule):
                 "target_tokenizer": self.target_tokenizer.to_json()}
 
     def load_state_dict(self, state: Dict[str, Any]) -> None:
+        saved = [SubwordTokenizer.from_json(state[f"{side}_tokenizer"]) for side in ("source", "target")]
+        saved_joint = saved[0].tokenizer.to_str() == saved[1].tokenizer.to_str()
+        current_joint = self.source_tokenizer.tokenizer.to_str() == self.target_tokenizer.tokenizer.to_str()
+        if saved_joint != current_joint:
+            from .text import VocabularyMismatchError
+            raise VocabularyMismatchError(
+                f"The checkpoint was trained with joint_vocabulary={saved_joint}, this data has "
+                f"joint_vocabulary={current_joint} (one tokenizer for both sides or one per side); set "
+                f"--data.init_args.joint_vocabulary {str(saved_joint).lower()} as it was trained.")
         check_tokenizer(SubwordTokenizer.from_json(state["source_tokenizer"]), self.source_tokenizer, "source")
         check_tokenizer(SubwordTokenizer.from_json(state["target_tokenizer"]), self.target_tokenizer, "target")
         super().load_state_dict(state)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from ..paths import check_output_file, check_output_folder
 from .compare import CompareError, compare
 from .report import RESULT_FILE, curve_groups, plot_curves, row_of
 
@@ -341,6 +342,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--experiments", nargs="+", help="only these experiments of the paper")
     ap.add_argument("--read-only", action="store_true", help="report the runs that finished; run nothing new")
     args = ap.parse_args(argv)
+    try:
+        check_output_folder(args.out, "--out")
+        if args.report:
+            check_output_file(args.report, "--report")
+    except OSError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     try:
         text = reproduce(args.paper, Path(args.out), Path(args.report) if args.report else None, args.experiments,
                          args.read_only)
