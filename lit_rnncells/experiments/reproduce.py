@@ -3,9 +3,10 @@
 Each paper's experiments are comparisons (:func:`lit_rnncells.experiments.compare.compare`) at a stated budget; the
 command runs them, or reads them when the runs have finished (the runner skips finished runs, so a rerun
 only writes the report), and writes a markdown page with the paper's figure beside ours, the settings
-and the budget, and whether the paper's ordering of the cells shows.
+and the budget, and whether the paper's ordering of the cells shows. Reading (``--read-only``) never replaces
+the results an existing report holds with "Not run yet": an experiment without finished runs keeps its section.
 
-    python -m lit_rnncells.reproduce mzu --out runs/reproduce --report docs/reproduction/mzu.md
+    python -m lit_rnncells.reproduce mzu --out runs/reproduce --report runs/reproduce/mzu.md
     python -m lit_rnncells.reproduce mufuru --experiments logic_fig1a --read-only
 """
 from __future__ import annotations
