@@ -26,7 +26,7 @@ from .data.checkpoint_state import read_checkpoint
 from .errors import user_message
 from .progress import LineProgress, wants_line_progress
 from .quiet import quiet_known_noise
-from .start_checks import check_accelerator, report_start
+from .start_checks import check_accelerator, check_output_paths, report_start
 from . import run_folder as _run_folder
 from .tasks.base import RecurrentTask
 
@@ -145,6 +145,7 @@ class LitRNNCellsCLI(LightningCLI):
         data = config.get("data")
         trainer = config.get("trainer")
         check_accelerator(trainer)
+        check_output_paths(trainer)
         logger = trainer.get("logger") if trainer is not None else None
         if self.subcommand in ("test", "validate", "predict") and getattr(logger, "get", None) is not None \
                 and logger.get("class_path") == DEFAULT_LOGGER:
@@ -377,6 +378,7 @@ def main(args: Optional[List[str]] = None, run: bool = True,
          parser_kwargs: Optional[Dict[str, Any]] = None) -> LitRNNCellsCLI:
     """Build (and by default run) the command line; errors propagate as exceptions (the library API)."""
     quiet_known_noise()
+    parser_kwargs = {"allow_abbrev": False, **(parser_kwargs or {})}  # --trainer.max_step is not max_steps
     try:
         return _build_cli(args, run, parser_kwargs)
     finally:

@@ -149,7 +149,7 @@ def load_script(name: str):
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cells", nargs="+", default=None, help="registered names (default: all constructible "
                         "as Cell(input_size, hidden_size))")
     parser.add_argument("--sizes", nargs="+", default=["base", "large"], choices=list(SIZES))

@@ -35,7 +35,6 @@ Policies:
 from __future__ import annotations
 
 import hashlib
-import sys
 from pathlib import Path
 from typing import Any, Dict, List, Literal, Optional, Sequence, Tuple
 
@@ -47,6 +46,7 @@ from torch.utils.data import DataLoader
 
 from ..cells.base import check_positive
 from . import hub
+from ..paths import read_stdin, read_text_file
 from .batching import BucketedBatches, ResumableBatchesMixin, batch_loader, pad_batch
 from .check import SplitCheckMixin
 from .checkpoint_state import datamodule_state
@@ -55,6 +55,8 @@ from .text import cached, default_cache_dir, file_fingerprint, is_hub_id, local_
 
 DatasetName = Literal["multi30k", "iwslt14", "iwslt17", "gigaword", "parallel"]
 SPLITS = ("train", "valid", "test")
+DEFAULT_MAX_INPUT_LENGTH = 1024
+"""The longest source (subwords) accepted at validate / test / predict time unless ``max_input_length`` says."""
 LANGUAGES = {"multi30k": ("de", "en"), "iwslt14": ("de", "en"), "iwslt17": ("de", "en"),
              "gigaword": ("article", "title")}
 DEFAULT_DIRECTION = {"multi30k": ("de", "en"), "iwslt14": ("de", "en"), "iwslt17": ("de", "en"),
@@ -99,7 +101,7 @@ def canonical_unk(dataset: str, lines: Lines) -> Lines:
 
 def read_lines(path: Path) -> Lines:
     """The lines of a UTF-8 text file (a final newline does not make an extra empty line)."""
-    text = path.read_text(encoding="utf-8")
+    text = read_text_file(path, "The file")
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
@@ -162,7 +164,8 @@ class TranslationDataModule(SplitCheckMixin, ResumableBatchesMixin, LightningDat
         batch_size, eval_batch_size: pairs per batch; max_tokens: also at most this many padded source
             (or target) tokens per training batch.
         max_source_length, max_target_length: training pairs longer than these (subwords) are dropped.
-        max_input_length: the longest source (subwords) accepted at validate / test / predict time.
+        max_input_length: the longest source (subwords) accepted at validate / test / predict time (default
+            1024: a longer line is an error naming it, not minutes of decoding); None: any length.
         limit: use only the first ``limit`` pairs of every split (quick runs).
         valid_size: use only the first ``valid_size`` validation pairs (Gigaword's hub validation split has
             189,651; the harvardnlp release's filtered valid file as many); ``None`` keeps them all.
@@ -181,7 +184,7 @@ class TranslationDataModule(SplitCheckMixin, ResumableBatchesMixin, LightningDat
                  pretokenized: Optional[bool] = None, min_frequency: int = 2, batch_size: int = 64,
                  eval_batch_size: int = 64, max_tokens: Optional[int] = None,
                  max_source_length: Optional[int] = None, max_target_length: Optional[int] = None,
-                 max_input_length: Optional[int] = None, limit: Optional[int] = None,
+                 max_input_length: Optional[int] = DEFAULT_MAX_INPUT_LENGTH, limit: Optional[int] = None,
                  valid_size: Optional[int] = None,
                  predict_file: Optional[str] = None, checkpoint_path: Optional[str] = None,
                  cache_dir: Optional[str] = None, seed: int = 0, chunk_batches: int = 50, num_workers: int = 0
@@ -390,7 +393,8 @@ class TranslationDataModule(SplitCheckMixin, ResumableBatchesMixin, LightningDat
         for ids, line in zip(sources, lines):
             if len(ids) > self.max_input_length:
                 raise ValueError(f"Line {line} of {name} has {len(ids)} source subwords, more than max_input_length="
-                                 f"{self.max_input_length}; shorten or split that line, or raise max_input_length.")
+                                 f"{self.max_input_length}; shorten or split that line, or raise max_input_length "
+                                 "(--data.init_args.max_input_length).")
 
     def predict_lines(self) -> Lines:
         """The predict input's lines (standard input is read once and kept); empty lines are an error."""
@@ -399,7 +403,7 @@ class TranslationDataModule(SplitCheckMixin, ResumableBatchesMixin, LightningDat
         name = "standard input" if self.predict_file == "-" else str(Path(self.predict_file).expanduser())
         if self._predict_cache is None or self._predict_cache[0] != self.predict_file:
             if self.predict_file == "-":
-                lines = sys.stdin.read().split("\n")
+                lines = read_stdin("predict_file").split("\n")
                 if lines and lines[-1] == "":
                     lines.pop()
                 lines = [line.rstrip("\r") for line in lines]
@@ -493,6 +497,15 @@ class TranslationDataModule(SplitCheckMixin, ResumableBatchesMixin, LightningDat
                 "target_tokenizer": self.target_tokenizer.to_json()}
 
     def load_state_dict(self, state: Dict[str, Any]) -> None:
+        saved = [SubwordTokenizer.from_json(state[f"{side}_tokenizer"]) for side in ("source", "target")]
+        saved_joint = saved[0].tokenizer.to_str() == saved[1].tokenizer.to_str()
+        current_joint = self.source_tokenizer.tokenizer.to_str() == self.target_tokenizer.tokenizer.to_str()
+        if saved_joint != current_joint:
+            from .text import VocabularyMismatchError
+            raise VocabularyMismatchError(
+                f"The checkpoint was trained with joint_vocabulary={saved_joint}, this data has "
+                f"joint_vocabulary={current_joint} (one tokenizer for both sides or one per side); set "
+                f"--data.init_args.joint_vocabulary {str(saved_joint).lower()} as it was trained.")
         check_tokenizer(SubwordTokenizer.from_json(state["source_tokenizer"]), self.source_tokenizer, "source")
         check_tokenizer(SubwordTokenizer.from_json(state["target_tokenizer"]), self.target_tokenizer, "target")
         super().load_state_dict(state)
