@@ -263,7 +263,7 @@ class LanguageModelDataModule(SplitCheckMixin, LightningDataModule):
                 raise ValueError(f"{name} must be a positive integer, got {value!r}.")
         if temperature < 0:
             raise ValueError(f"temperature must be 0 (greedy) or positive, got {temperature}.")
-        self.save_hyperparameters()
+        self.save_hyperparameters(logger=False)  # the task logs them as data/...
         self.dataset = dataset
         self.data_dir = data_dir if data_dir is not None else default_data_dir(dataset)
         if self.data_dir is None:

@@ -136,7 +136,7 @@ class LogicDataModule(ResumableBatchesMixin, LightningDataModule):
         for name, (lo, hi) in [("train_gates", train_gates), ("test_gates", test_gates)]:
             if not 1 <= lo <= hi:
                 raise ValueError(f"{name} must be [min, max] with 1 <= min <= max, got {[lo, hi]}.")
-        self.save_hyperparameters()
+        self.save_hyperparameters(logger=False)  # the task logs them as data/...
         self.batch_size = batch_size
         self.num_workers = num_workers
         self.shuffle_seed = int(os.environ.get("PL_GLOBAL_SEED", 0)) if shuffle_seed is None else shuffle_seed

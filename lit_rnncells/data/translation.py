@@ -202,7 +202,7 @@ class TranslationDataModule(SplitCheckMixin, ResumableBatchesMixin, LightningDat
         if num_workers not in (0, 1):
             raise ValueError(f"num_workers must be 0 or 1 (the bucketed batches are not split between loader "
                              f"workers, more would repeat them), got {num_workers}.")
-        self.save_hyperparameters()
+        self.save_hyperparameters(logger=False)  # the task logs them as data/...
         self.dataset = dataset
         self.source_language, self.target_language = self._direction(dataset, source_language, target_language)
         self.files = {s: list(p) for s, p in (files or {}).items()}

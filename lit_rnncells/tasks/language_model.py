@@ -69,7 +69,7 @@ class LanguageModel(RecurrentTask):
                 raise ValueError(f"{name} must be 0 or more, got {value}; use 0 to turn it off.")
         # Plain data only, so checkpoints load with torch.load(weights_only=True); the optimiser is rebuilt
         # from the config (or defaults to Adam) and its state comes from the checkpoint.
-        self.save_hyperparameters(ignore=["optimizer", "lr_scheduler"])
+        self.save_hyperparameters(ignore=["optimizer", "lr_scheduler"], logger=False)  # logged as model/...
         self.hparams["cell"] = cell_config(cell)
         self.embedding = nn.Embedding(vocab_size, embedding_size)
         last = embedding_size if tie_weights and deep_output_size == 0 else hidden_size

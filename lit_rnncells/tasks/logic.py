@@ -36,7 +36,7 @@ class LogicEvaluator(RecurrentTask):
         super().__init__(cell, optimizer, lr_scheduler, compile=compile)
         check_positive(vocab_size=vocab_size, num_classes=num_classes, embedding_size=embedding_size,
                        hidden_size=hidden_size, num_layers=num_layers)
-        self.save_hyperparameters(ignore=["optimizer", "lr_scheduler"])  # checkpoints load with weights_only
+        self.save_hyperparameters(ignore=["optimizer", "lr_scheduler"], logger=False)  # weights_only
         self.hparams["cell"] = cell_config(cell)
         self.embedding = nn.Embedding(vocab_size, embedding_size, padding_idx=pad_id)
         self.rnn = self.make_recurrent(embedding_size, hidden_size, num_layers=num_layers)

@@ -161,7 +161,7 @@ class Seq2Seq(RecurrentTask):
         if tie_embeddings and output_size != embedding_size:
             raise ValueError(f"tie_embeddings needs output_size ({output_size}) to equal embedding_size "
                              f"({embedding_size}); set output_size to {embedding_size}.")
-        self.save_hyperparameters(ignore=["optimizer", "lr_scheduler", *DECODING_OPTIONS])
+        self.save_hyperparameters(ignore=["optimizer", "lr_scheduler", *DECODING_OPTIONS], logger=False)
         self.hparams["cell"] = cell_config(cell)
         self.hparams["encoder_cell"] = None if encoder_cell is None else cell_config(encoder_cell)
         self.hparams["decoder_cell"] = None if decoder_cell is None else cell_config(decoder_cell)
