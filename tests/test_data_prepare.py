@@ -485,6 +485,9 @@ def test_prepare_text8_writes_the_member_and_check_counts_its_bytes(tmp_path, ca
     code, out = run(capsys, "prepare", "text8", "--source", str(tmp_path), "--dest", str(tmp_path / "out"))
     assert (tmp_path / "out" / "text8").read_text() == " anarchism originated as a term"
     assert code == 1 and "text8 text8 all has 31 bytes, the official release 100,000,000" in out
+    (tmp_path / "out" / "text8").write_text(" anarchism 0riginated as a term")
+    code, out = run(capsys, "check", "text8", "--dest", str(tmp_path / "out"))
+    assert code == 1 and "holds characters other than a-z and space ('0')" in out
 
 
 def test_prepare_gigaword_lays_out_the_harvardnlp_archive(tmp_path, capsys, monkeypatch):

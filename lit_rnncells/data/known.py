@@ -119,7 +119,7 @@ KNOWN: Dict[str, Dataset] = {d.name: d for d in (
         "LanguageModelDataModule (enwik8)",
         (Source("http://mattmahoney.net/dc/enwik8.zip", "enwik8.zip", 36_445_475,
                 "547994d9980ebed1288380d652999f38a14fe291a6247c157c3d33d4932534bc",
-                provenance="size and sha256 as pinned by public third-party projects; the member's MD5 "
+                provenance="size and sha256 as pinned by a public third-party project; the member's MD5 "
                            f"{ENWIK8_MD5} is Mahoney's published figure"),),
         (Layout("enwik8", "bytes", {"all": ("enwik8",)}, {"all": 100_000_000}, sha256={"enwik8": ENWIK8_SHA256}),),
         "extracts the raw 10^8-byte enwik8 (not the hub's one-stripped-line-per-row text)"),
