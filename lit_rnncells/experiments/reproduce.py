@@ -317,6 +317,11 @@ def reproduce(paper: str, out: Path, report: Optional[Path], experiments: Option
                            match_params=exp.match_params, hidden_size=exp.hidden_size, vary=list(exp.vary),
                            extra=list(exp.extra), test_every_epoch=exp.test_every_epoch, no_wandb=True,
                            log=log or sys.stderr)
+        if not rows and kept and NOT_RUN not in kept:  # every run failed: keep what the report had
+            parts.append(kept)
+            print(f"reproduce: no run of {exp.name} finished; kept the results already in {report}.",
+                  file=log or sys.stderr)
+            continue
         figures = []
         if report is not None:
             for png in ("curves_steps.png",):
