@@ -182,3 +182,16 @@ def test_cells_marked_eager_on_cpu_do_not_compile_there(monkeypatch) -> None:
     layer(torch.randn(2, 3, INPUT), lengths=torch.tensor([3, 1]))[0].sum().backward()
     assert compiled_graph_count(GRU) == before
     assert {"Elman", "GRU", "MGU", "CARU"} == {c.__name__ for c in CPU_EAGER}
+
+
+def test_plot_hooks_record_through_a_compiled_layer() -> None:
+    """Recording appends inside the step, so the hooks run a compiled layer eagerly: same values, no graph."""
+    from lit_rnncells.cells import MuFuRU
+    from lit_rnncells.cells.mufuru import composition_weights
+
+    eager, compiled = _pair(CASES["MuFuRU"], bidirectional=True)
+    x, lengths = torch.randn(2, 4, INPUT), torch.tensor([4, 2])
+    before = compiled_graph_count(MuFuRU)
+    torch.testing.assert_close(composition_weights(compiled, x, lengths=lengths, direction=1),
+                               composition_weights(eager, x, lengths=lengths, direction=1))
+    assert compiled.compiled and compiled_graph_count(MuFuRU) == before
