@@ -11,23 +11,40 @@ from lightning.pytorch import LightningModule, Trainer
 from lightning.pytorch.callbacks import BasePredictionWriter, Callback
 from lightning.pytorch.utilities.exceptions import SIGTERMException
 
+from .paths import check_output_file
+
 
 class PredictionWriter(BasePredictionWriter):
     """Writes what ``predict`` produced, one line per input line, in input order.
 
     A task's ``predict_step`` returns a list of records ``{"index": int, "text": str, ...}``
     (``index`` is the input line number). Records from every batch and every rank are gathered,
-    sorted by index and their texts written to ``output`` (a file path) or standard output.
-    Other return values (e.g. the language model's samples, which it prints itself) are ignored.
+    sorted by index and their texts written to ``output`` (a file path; then ``predict: wrote N lines to
+    <output>`` is printed) or standard output. Every task returns such records.
     """
 
     def __init__(self, output: Optional[str] = None) -> None:
         super().__init__(write_interval="batch")
+        if output:
+            check_output_file(output, "--predict_output")
         self.output = output
         self._records: List[Dict[str, Any]] = []
 
     def on_predict_epoch_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
         self._records = []
+
+    def on_predict_batch_start(self, trainer: Trainer, pl_module: LightningModule, batch: Any, batch_idx: int,
+                               dataloader_idx: int = 0) -> None:
+        """SIGTERM (Lightning's handler only sets a flag, which its predict loop never reads) stops decoding
+        between batches: exit code 143, nothing half-written."""
+        global INTERRUPTED_EXIT_CODE
+        if getattr(trainer, "received_sigterm", False):
+            INTERRUPTED_EXIT_CODE = 143
+            if trainer.global_rank == 0:
+                total = trainer.num_predict_batches[dataloader_idx] if trainer.num_predict_batches else "?"
+                print(f"\nSIGTERM during predict: stopped before batch {batch_idx + 1} of {total}; no predictions "
+                      "were written (run predict again).", file=sys.stderr, flush=True)
+            raise SIGTERMException()
 
     def write_on_batch_end(self, trainer: Trainer, pl_module: LightningModule, prediction: Any,
                            batch_indices: Any, batch: Any, batch_idx: int, dataloader_idx: int) -> None:
@@ -40,12 +57,15 @@ class PredictionWriter(BasePredictionWriter):
             gathered: List[Any] = [None] * trainer.world_size
             dist.all_gather_object(gathered, records)
             records = [r for part in gathered for r in part]
-        if trainer.global_rank != 0 or not records:
+        if trainer.global_rank != 0:
             return
         by_index = {int(r["index"]): str(r["text"]) for r in records}
         lines = "".join(by_index[i] + "\n" for i in sorted(by_index))
         if self.output:
-            Path(self.output).expanduser().write_text(lines, encoding="utf-8")
+            path = Path(self.output).expanduser()
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(lines, encoding="utf-8")
+            print(f"predict: wrote {len(by_index)} lines to {path}", flush=True)
         else:
             sys.stdout.write(lines)
             sys.stdout.flush()

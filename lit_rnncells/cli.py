@@ -11,6 +11,7 @@ from typing import Any, Dict, List, Optional
 import torch
 from lightning.pytorch import LightningDataModule, LightningModule, Trainer
 from lightning.pytorch.accelerators import CPUAccelerator
+from lightning.pytorch.callbacks import ProgressBar
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI, SaveConfigCallback
 from lightning.pytorch.utilities import rank_zero_warn
 
@@ -23,12 +24,14 @@ from .callbacks import (DIVERGENCE_PATIENCE, DIVERGENCE_THRESHOLD, FiniteGuard, 
                         PredictionWriter, TrainingDiverged)
 from .data.checkpoint_state import read_checkpoint
 from .errors import user_message
+from .progress import LineProgress, wants_line_progress
 from .quiet import quiet_known_noise
-from .start_checks import check_accelerator, report_start
+from .start_checks import check_accelerator, check_output_paths, report_start
 from . import run_folder as _run_folder
 from .tasks.base import RecurrentTask
 
 # Sizes that come from the data flow into the model when the model has a parameter of that name.
+PROG = "python -m lit_rnncells"
 DATA_TO_MODEL_LINKS = ("vocab_size", "num_classes", "pad_id", "source_vocab_size", "target_vocab_size",
                        "bos_id", "eos_id")
 
@@ -79,6 +82,14 @@ class LoggerConfigCallback(SaveConfigCallback):
             folder.mkdir(parents=True, exist_ok=True)
             self.saved_to = unused_path(folder / (self.filename or self.config_filename))
             self.parser.save(self.config, str(self.saved_to), skip_none=False, multifile=False)
+
+
+class ProgArgumentParser(LightningArgumentParser):
+    """Usage lines say ``python -m lit_rnncells`` (not ``__main__.py``), in ``--help`` and in the parsers
+    jsonargparse builds for ``--model.help`` and the like."""
+
+    def __init__(self, *args: Any, prog: Optional[str] = None, **kwargs: Any) -> None:
+        super().__init__(*args, prog=prog or PROG, **kwargs)
 
 
 class LitRNNCellsCLI(LightningCLI):
@@ -134,6 +145,7 @@ class LitRNNCellsCLI(LightningCLI):
         data = config.get("data")
         trainer = config.get("trainer")
         check_accelerator(trainer)
+        check_output_paths(trainer)
         logger = trainer.get("logger") if trainer is not None else None
         if self.subcommand in ("test", "validate", "predict") and getattr(logger, "get", None) is not None \
                 and logger.get("class_path") == DEFAULT_LOGGER:
@@ -203,6 +215,16 @@ class LitRNNCellsCLI(LightningCLI):
             config_callback.folder = self.run_folder
             config_callback.filename = _run_folder.suffixed(_run_folder.CONFIG_NAME, self.run_index)
             config_callback.config = self._user_config
+
+    def _instantiate_trainer(self, config: Dict[str, Any], callbacks: List[Any]) -> Trainer:
+        """When standard output is not a terminal (a log file, a pipe), progress is a few plain lines
+        (:mod:`lit_rnncells.progress`) instead of tqdm's line per batch."""
+        given = config.get("callbacks") or []
+        given = given if isinstance(given, list) else [given]
+        if config.get("enable_progress_bar") is not False and wants_line_progress() \
+                and not any(isinstance(c, ProgressBar) for c in [*given, *callbacks]):
+            callbacks = [*callbacks, LineProgress()]
+        return super()._instantiate_trainer(config, callbacks)
 
     def instantiate_classes(self) -> None:
         super().instantiate_classes()
@@ -356,6 +378,7 @@ def main(args: Optional[List[str]] = None, run: bool = True,
          parser_kwargs: Optional[Dict[str, Any]] = None) -> LitRNNCellsCLI:
     """Build (and by default run) the command line; errors propagate as exceptions (the library API)."""
     quiet_known_noise()
+    parser_kwargs = {"allow_abbrev": False, **(parser_kwargs or {})}  # --trainer.max_step is not max_steps
     try:
         return _build_cli(args, run, parser_kwargs)
     finally:
@@ -376,6 +399,7 @@ def _build_cli(args: Optional[List[str]], run: bool, parser_kwargs: Optional[Dic
         args=args,
         run=run,
         parser_kwargs=parser_kwargs,
+        parser_class=ProgArgumentParser,
     )
 
 

@@ -56,8 +56,50 @@ def _suggest_option(class_path: str, option: str) -> str:
     return f"{hint} {name} accepts: {', '.join(params)}."
 
 
+_NESTED_CELL = re.compile(r"NestedArg\(key='((?:[\w]+\.)*cell)(?:\.(\w+))?', val=(.*)\)\s*$", re.M)
+
+
+def _cell_option_message(text: str) -> Optional[str]:
+    """A cell spec jsonargparse refused as a whole (``NestedArg(key='cell', val={class_path, init_args})`` or
+    ``--model.init_args.cell.<option>``): name the option no cell has, with a close match."""
+    import ast
+
+    from .cells.registry import available_cells, cell_options, get_cell
+
+    match = _NESTED_CELL.search(text)
+    if match is None:
+        return None
+    key, option, value = match.groups()
+    if option is not None:  # --model.init_args.cell.<option> <value>
+        having = [name for name in available_cells() if option in cell_options(get_cell(name))]
+        if having:
+            return (f"The cell given has no option '{option}' (--model.init_args.{key}.{option}); '{option}' is an "
+                    f"option of {', '.join(having)}: name one of those with --model.init_args.{key}.")
+        close = sorted({m for name in available_cells() for m in
+                        difflib.get_close_matches(option, cell_options(get_cell(name)), n=1)})
+        hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+        return (f"No cell has the option '{option}' (--model.init_args.{key}.{option}).{hint} Give the cell's "
+                f"options with its name, e.g. --model.init_args.{key} '{{\"class_path\": \"SatMZU\", "
+                f"\"init_args\": {{\"zones\": 4}}}}'.")
+    try:
+        spec = ast.literal_eval(value)
+        cls = get_cell(str(spec["class_path"]))
+    except (ValueError, SyntaxError, KeyError, TypeError):
+        return None
+    accepted = cell_options(cls)
+    unknown = [k for k in (spec.get("init_args") or {}) if k not in accepted]
+    if not unknown:
+        return None
+    close = difflib.get_close_matches(unknown[0], accepted, n=1)
+    hint = f" Did you mean '{close[0]}'?" if close else ""
+    return f"{cls.__name__} has no option '{unknown[0]}'.{hint} {cls.__name__} accepts: {', '.join(accepted)}."
+
+
 def _from_parser_report(text: str) -> Optional[str]:
     """The actionable line of a jsonargparse report."""
+    cell = _cell_option_message(text)
+    if cell is not None:
+        return cell
     match = _NOT_ACCEPTED.search(text)
     if match:
         class_path, option = match.groups()

@@ -4,8 +4,9 @@ from __future__ import annotations
 import netrc
 import os
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Dict, Mapping, Optional
 
+from lightning.pytorch import LightningDataModule, LightningModule, Trainer
 from lightning.pytorch.loggers import WandbLogger
 
 
@@ -43,3 +44,31 @@ class DefaultWandbLogger(WandbLogger):
         super().__init__(project=project, save_dir=save_dir, offline=offline, log_model=log_model, **kwargs)
         if kwargs.get("anonymous") is None:
             self._wandb_init.pop("anonymous", None)  # W&B warns about the setting whenever it is passed
+
+
+def _plain_hparams(hparams: Mapping[str, Any]) -> Dict[str, Any]:
+    """A copy of saved hyperparameters without LightningCLI's internal ``_class_path``."""
+    return {k: v for k, v in hparams.items() if k != "_class_path"}
+
+
+def grouped_hyperparameters(module: LightningModule, datamodule: Optional[LightningDataModule]) -> Dict[str, Any]:
+    """The task's hyperparameters under ``model`` and the DataModule's under ``data``.
+
+    Lightning's own logging merges both into one flat dict and refuses the run when a name is in both with
+    different values (``max_source_length`` is a model limit and a data filter). Tasks and DataModules save
+    theirs with ``logger=False`` and :class:`~lit_rnncells.tasks.base.RecurrentTask` logs them grouped, so
+    the same name can never collide (W&B shows ``model.max_source_length`` and ``data.max_source_length``)."""
+    groups: Dict[str, Any] = {"model": _plain_hparams(module.hparams)}
+    if datamodule is not None and len(getattr(datamodule, "hparams", {})):
+        groups["data"] = _plain_hparams(datamodule.hparams)
+    return groups
+
+
+def log_grouped_hyperparameters(trainer: Trainer, module: LightningModule) -> None:
+    """Log :func:`grouped_hyperparameters` to every logger of ``trainer`` (unless the trainer's
+    ``enable_autolog_hparams`` is off, as Lightning's own logging does)."""
+    if not trainer.loggers or not getattr(trainer, "enable_autolog_hparams", True):
+        return
+    params = grouped_hyperparameters(module, trainer.datamodule)
+    for logger in trainer.loggers:
+        logger.log_hyperparams(params)

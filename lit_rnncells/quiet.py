@@ -2,8 +2,10 @@
 output, then miss what matters). Only exact, known messages are dropped; everything else still shows."""
 from __future__ import annotations
 
+import contextlib
 import logging
 import warnings
+from typing import Iterator
 
 # (logger name, message prefix) of Lightning info lines that advertise products or restate a default.
 _LOG_NOISE = (
@@ -16,6 +18,7 @@ _WARNING_NOISE = (
     r"Your `IterableDataset` has `__len__` defined",  # ours run in the main process: the length is exact
     r"The dirpath has changed from",  # testing a checkpoint from another run's folder is what `test` is for
     r"\s*Unable to serialize instance",  # jsonargparse, when it reports a config value we then reject
+    r"Couldn't infer the batch indices",  # predict: our writer orders by each record's own index
 )
 
 
@@ -36,3 +39,18 @@ def quiet_known_noise() -> None:
             logger.addFilter(_DropPrefixes((prefix,)))
     for pattern in _WARNING_NOISE:
         warnings.filterwarnings("ignore", message=pattern)
+
+
+@contextlib.contextmanager
+def no_lightning_info() -> Iterator[None]:
+    """Within the block, Lightning's info lines (``Seed set to``, ``GPU available``, ...) are not printed: for
+    library helpers that build a Trainer only to read a config (e.g. ``ParamCounter``). Warnings still show."""
+    loggers = [logging.getLogger(name) for name in ("lightning.pytorch", "lightning.fabric")]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        for logger, level in zip(loggers, levels):
+            logger.setLevel(level)

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import inspect
 import sys
+from pathlib import Path
 from typing import Any, List, Optional, TextIO
 
 import torch
 from lightning.pytorch import LightningModule, Trainer
+
+from .paths import check_output_folder
 
 GPU_SIZED_PARAMETERS = 20_000_000
 """Above this many parameters a model is "GPU-sized": on a CPU one training step takes seconds to minutes."""
@@ -45,6 +48,22 @@ def check_accelerator(trainer_config: Any) -> None:
                          f"config or adding {CPU_FIX}.")
 
 
+def check_output_paths(trainer_config: Any) -> None:
+    """The folders a run will write to (``trainer.default_root_dir``, the logger's ``save_dir``) are not under
+    a file: one sentence naming the option, before anything is built."""
+    if trainer_config is None:
+        return
+    root = trainer_config.get("default_root_dir")
+    if isinstance(root, (str, Path)):
+        check_output_folder(root, "--trainer.default_root_dir")
+    loggers = trainer_config.get("logger")
+    for logger in loggers if isinstance(loggers, list) else [loggers]:
+        init_args = logger.get("init_args") if getattr(logger, "get", None) is not None else None
+        save_dir = init_args.get("save_dir") if getattr(init_args, "get", None) is not None else None
+        if isinstance(save_dir, (str, Path)):
+            check_output_folder(save_dir, "--trainer.logger.save_dir")
+
+
 def parameter_count(model: torch.nn.Module) -> int:
     return sum(p.numel() for p in model.parameters())
 
@@ -66,7 +85,8 @@ def describe_start(model: LightningModule, trainer: Trainer, stage: str) -> List
         device = trainer.strategy.root_device
     except (AttributeError, IndexError, TypeError, RuntimeError):
         device = torch.device(trainer.accelerator.__class__.__name__.replace("Accelerator", "").lower() or "cpu")
-    where = f"{device.type}" + (f" ({torch.get_num_threads()} threads)" if device.type == "cpu" else "")
+    threads = torch.get_num_threads()
+    where = device.type + (f" ({threads} thread{'s' if threads > 1 else ''})" if device.type == "cpu" else "")
     devices = f" x {trainer.num_devices} devices" if trainer.num_devices > 1 else ""
     lines = [f"{type(model).__name__}: {count:,} parameters; {stage} on {where}{devices}."]
     if device.type == "cpu" and count > GPU_SIZED_PARAMETERS:

@@ -31,6 +31,7 @@ import inspect
 import statistics
 import sys
 import time
+from functools import partial
 from pathlib import Path
 from typing import Callable, Dict, List, Sequence, Tuple
 
@@ -41,10 +42,13 @@ from lit_rnncells.benchmark import (SYSTEM_MALLOC_HELP, allocator_setting, input
                                    step_macs)
 from lit_rnncells.cells import available_cells, get_cell
 from lit_rnncells.nn import Recurrent
+from lit_rnncells.nn.compiled import use_compiled
 
 SIZES = {"base": (32, 100, 128, 256), "large": (64, 100, 256, 512), "quick": (4, 6, 8, 8)}
 COMPILE_SIZES = {"B32": (32, 100, 128, 256), "B4": (4, 100, 128, 256)}
 COMPILE_QUICK = {"B4": (4, 6, 8, 8)}
+COMPILE_EXTRA = {"MultiChannel(LSTM)": partial(get_cell("MultiChannel"), cell="LSTM", block_size=4)}
+"""Zoo cells that need options, in the --compile table beside the default-constructible ones."""
 
 
 def default_constructible(name: str) -> bool:
@@ -101,10 +105,13 @@ def bench_compile(cells: Sequence[str], sizes: Dict[str, Tuple[int, int, int, in
         x = torch.randn(batch, steps, inp)
         jobs: Dict[str, Callable[[], None]] = {}
         compile_s: Dict[str, float] = {}
+        steps_compiled: Dict[str, str] = {}
         for name in cells:
-            eager = Recurrent(name, inp, hidden, batch_first=True)
-            compiled = Recurrent(name, inp, hidden, batch_first=True, compile=True)
+            cell = COMPILE_EXTRA.get(name, name)
+            eager = Recurrent(cell, inp, hidden, batch_first=True)
+            compiled = Recurrent(cell, inp, hidden, batch_first=True, compile=True)
             compiled.load_state_dict(eager.state_dict())
+            steps_compiled[name] = "yes" if use_compiled(compiled.cell(), x.device) else "no (eager)"
             start = time.perf_counter()
             for _ in range(2):  # forward and backward graphs, then the dynamic-batch one if any
                 train_step(compiled, x)()
@@ -113,7 +120,7 @@ def bench_compile(cells: Sequence[str], sizes: Dict[str, Tuple[int, int, int, in
         times = interleaved_times(jobs, repeats)
         for name in cells:
             ratios = [c / e for c, e in zip(times[f"{name} compiled"], times[f"{name} eager"])]
-            rows.append({"cell": name, "size": f"{label} T{steps} I{inp} H{hidden}",
+            rows.append({"cell": name, "size": f"{label} T{steps} I{inp} H{hidden}", "steps": steps_compiled[name],
                          "eager_ms": statistics.median(times[f"{name} eager"]) * 1e3,
                          "compiled_ms": statistics.median(times[f"{name} compiled"]) * 1e3,
                          "ratio": statistics.median(ratios), "best_ratio": min(ratios),
@@ -122,10 +129,10 @@ def bench_compile(cells: Sequence[str], sizes: Dict[str, Tuple[int, int, int, in
 
 
 def format_compile_rows(rows: Sequence[dict]) -> str:
-    out = ["| cell | size | eager ms | compiled ms | compiled ÷ eager (median of rounds) | best round | "
-           "compile s (first 2 calls) |", "|---|---|---:|---:|---:|---:|---:|"]
+    out = ["| cell | size | step compiled | eager ms | compiled ms | compiled ÷ eager (median of rounds) | best round | "
+           "compile s (first 2 calls) |", "|---|---|---|---:|---:|---:|---:|---:|"]
     for r in rows:
-        out.append(f"| {r['cell']} | {r['size']} | {r['eager_ms']:.1f} | {r['compiled_ms']:.1f} | {r['ratio']:.2f} | "
+        out.append(f"| {r['cell']} | {r['size']} | {r['steps']} | {r['eager_ms']:.1f} | {r['compiled_ms']:.1f} | {r['ratio']:.2f} | "
                    f"{r['best_ratio']:.2f} | {r['compile_s']:.1f} |")
     return "\n".join(out)
 
@@ -149,7 +156,7 @@ def load_script(name: str):
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cells", nargs="+", default=None, help="registered names (default: all constructible "
                         "as Cell(input_size, hidden_size))")
     parser.add_argument("--sizes", nargs="+", default=["base", "large"], choices=list(SIZES))
@@ -160,6 +167,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--system-malloc", action="store_true", help=SYSTEM_MALLOC_HELP)
     parser.add_argument("--compile", action="store_true", help="only the compiled ÷ eager table")
     parser.add_argument("--threads", type=int, default=1, help="torch threads for --compile (default 1)")
+    parser.add_argument("--force-compile", action="store_true",
+                        help="with --compile: also compile the cells marked compile_on_cpu = False")
     parser.add_argument("--end-to-end", nargs="*", default=None, metavar="ARG",
                         help="run scripts/bench_compile_tasks.py (tokens/s with compile ÷ without) with these args")
     args = parser.parse_args(argv)
@@ -168,7 +177,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         return
     if args.compile:
         torch.set_num_threads(args.threads)
-        cells = args.cells or [n for n in available_cells() if default_constructible(n)]
+        cells = args.cells or [n for n in available_cells() if default_constructible(n)] + list(COMPILE_EXTRA)
+        if args.force_compile:  # the cells left eager on CPU (compile_on_cpu = False) compile too
+            for n in available_cells():
+                get_cell(n).compile_on_cpu = True
         repeats = 1 if args.quick else args.repeats
         malloc = allocator_setting(args.system_malloc)
         print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s); forward+backward, {repeats} "

@@ -121,7 +121,7 @@ def run_ours(cell: str, args: argparse.Namespace) -> Dict[str, Any]:
 
 
 def main(argv: Optional[List[str]] = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n\n")[0])
     ap.add_argument("--epochs", type=int, default=2)
     ap.add_argument("--limit", type=int, default=0, help="only N train and N test reviews (a quick check)")
     ap.add_argument("--threads", type=int, default=2)

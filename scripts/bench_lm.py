@@ -125,7 +125,7 @@ def task_tokens_per_s(args: argparse.Namespace, dm: LanguageModelDataModule, cel
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--data-dir", default=None, help="PTB folder (default $LIT_RNNCELLS_DATA/ptb)")
     p.add_argument("--cells", nargs="+", default=["GRU", "GRUDT", "CARU", "MuFuRU", "SatMZU", "CapMZU"])
     p.add_argument("--budget-minutes", type=float, default=10.0)

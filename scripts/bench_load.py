@@ -59,7 +59,7 @@ def timed(cmd: Sequence[str], env: Dict[str, str], cwd: Path) -> float:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Dict[str, List[float]]]:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n\n")[0])
     ap.add_argument("--jobs", nargs="+", default=["logic", "lm"], choices=["logic", "lm"])
     ap.add_argument("--settings", nargs="+", default=list(SETTINGS), choices=list(SETTINGS))
     ap.add_argument("--repeats", type=int, default=3)

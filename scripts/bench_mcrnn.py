@@ -48,7 +48,7 @@ from lit_rnncells.nn import Recurrent
 
 
 def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--cells", nargs="+", default=["GRU", "LSTM"], help="wrapped cells (registered names)")
     p.add_argument("--block-sizes", nargs="+", type=int, default=[4], help="n; MC-RNN-3 is n = 4")
     p.add_argument("--batch", type=int, default=32)

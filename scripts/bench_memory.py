@@ -75,7 +75,7 @@ def run_child(name: str, args: argparse.Namespace) -> Dict[str, float]:
 
 
 def main(argv: Optional[List[str]] = None) -> Dict[str, Dict[str, float]]:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cells", nargs="*", help="registered cells (default: every default-constructible one)")
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--steps", type=int, default=150)

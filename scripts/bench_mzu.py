@@ -108,7 +108,7 @@ def format_table(rows: Sequence[dict]) -> str:
 
 
 def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n\n")[0])
     p.add_argument("--hidden-size", type=int, default=800)
     p.add_argument("--input-size", type=int, default=256)
     p.add_argument("--filter-size", type=int, default=1000)

@@ -91,7 +91,7 @@ def parse(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     if "--" in argv:
         cut = argv.index("--")
         argv, extra = argv[:cut], argv[cut + 1:]
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--config", action="append", required=True, help="a CLI config (repeat for several)")
     group = ap.add_mutually_exclusive_group()

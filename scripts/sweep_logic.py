@@ -34,7 +34,7 @@ def main() -> None:
     argv = sys.argv[1:]
     extra = argv[argv.index("--") + 1:] if "--" in argv else []
     argv = argv[:argv.index("--")] if "--" in argv else argv
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cells", nargs="+", default=["GRU", "MuFuRU"])
     parser.add_argument("--hidden", nargs="+", type=int, default=[8, 16, 32, 64])
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])

@@ -2,10 +2,47 @@
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
+from typing import Optional, Set
 
 import pytest
 import torch
+
+CLONE = Path(__file__).resolve().parents[1]
+_CACHES = ("__pycache__/", ".pytest_cache/", ".egg-info/")
+
+
+def clone_files() -> Optional[Set[str]]:
+    """Untracked and ignored files in the clone (caches aside); ``None`` outside a git checkout."""
+    try:
+        listed = subprocess.run(["git", "status", "--porcelain", "--ignored", "--untracked-files=all"], cwd=CLONE,
+                                capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if listed.returncode != 0:
+        return None
+    paths = {line[3:] for line in listed.stdout.splitlines() if line[:2] in ("??", "!!")}
+    return {p for p in paths if not any(c in p for c in _CACHES) and not p.endswith(".pyc")}
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    session.config._clone_files_before = clone_files()  # type: ignore[attr-defined]
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """A test run leaves nothing in the clone: no new untracked or ignored file (``runs/`` gains nothing: every
+    fit in a test writes under a temporary folder; see docs/runs.md)."""
+    before = getattr(session.config, "_clone_files_before", None)
+    after = clone_files()
+    if before is None or after is None or hasattr(session.config, "workerinput"):
+        return
+    leftovers = sorted(after - before)  # runs/ is ignored, so a fit's files there are listed too
+    if leftovers:
+        shown = ", ".join(leftovers[:20])
+        print(f"\nThe tests left files in the clone: {shown}; a test must write under tmp_path "
+              "(pass --run_dir or --trainer.default_root_dir, or chdir to tmp_path).")
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.fixture(autouse=True)

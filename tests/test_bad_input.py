@@ -152,6 +152,7 @@ CLI_PROBES = {
     "negative layers": (["--model.init_args.num_layers", "-1"], ["num_layers must be a positive integer"]),
     "value of the wrong type": (["--trainer.max_epochs", "abc"], ['"trainer.max_epochs" expects int']),
     "unknown argument": (["--bogus", "1"], ["unrecognized arguments: --bogus", "--help"]),
+    "an option prefix (no abbreviations)": (["--trainer.max_step", "1"], ["unrecognized arguments: --trainer.max_step"]),
     "missing config file": (["--config", "nope.yaml"], ["nope.yaml"]),
     "more formulas than exist": (["--data.init_args.train_gates", "[1, 1]", "--data.init_args.test_gates", "[1, 1]"],
                                  ["formulas"]),
@@ -260,6 +261,22 @@ def test_empty_and_missing_corpus_files(workdir, capsys, monkeypatch):
 def test_an_empty_data_root_is_named_at_once(workdir, capsys, monkeypatch):
     monkeypatch.setenv("LIT_RNNCELLS_DATA", str(workdir / "nothing"))
     expect_error(capsys, workdir, ["fit", "--config", LM, *QUIET, *TINY_LM], "does not exist", "ptb.char.train.txt")
+
+
+def test_a_hub_dataset_out_of_reach_names_repo_cause_and_local_alternative(workdir, capsys, monkeypatch, tmp_path):
+    from tests.hub_stub import HubStub
+
+    HubStub(tmp_path, monkeypatch)  # an empty hub cache, offline
+    expect_error(capsys, workdir, ["fit", "--config", LM, *QUIET, *TINY_LM, "--data.init_args.data_dir",
+                                   "ptb-text-only/ptb_text_only"],
+                 "Could not load 'ptb-text-only/ptb_text_only' from the Hugging Face hub: the hub is unreachable",
+                 "LIT_RNNCELLS_DATA, which holds ptb/")
+
+
+def test_iwslt14_without_a_local_copy_names_both_ways_to_build_it(workdir, capsys, monkeypatch):
+    monkeypatch.delenv("LIT_RNNCELLS_DATA", raising=False)
+    expect_error(capsys, workdir, ["fit", "--config", str(CONFIGS / "seq2seq" / "iwslt14_de_en_lstm.yaml"), *QUIET],
+                 "no hub repo holds", "python -m lit_rnncells.data prepare iwslt14", "prepare-iwslt14.sh")
 
 
 @pytest.mark.real_data
@@ -462,6 +479,190 @@ def test_an_imdb_split_without_one_class(empty, workdir, capsys):
     label = "positive" if empty.endswith("pos") else "negative"
     expect_error(capsys, workdir, ["fit", *imdb_args(folder)], f"has no {label} reviews",
                  str(folder / empty), code=2)
+
+
+@pytest.fixture(scope="module")
+def seq2seq_checkpoint(tmp_path_factory) -> Dict[str, Path]:
+    base = tmp_path_factory.mktemp("s2s")
+    folder = write_parallel(base / "par")
+    assert run(["fit", *parallel_args(folder), "--trainer.logger", "false", "--trainer.default_root_dir",
+                str(base / "run")]) == 0
+    return {"data": folder, "ckpt": next((base / "run").rglob("*.ckpt"))}
+
+
+def test_a_predict_line_longer_than_the_default_input_limit(seq2seq_checkpoint, workdir, capsys):
+    lines = workdir / "long.de"
+    lines.write_text("ein mann .\n" + " ".join(["zwei hunde spielen ."] * 400) + "\n")
+    out = workdir / "out.txt"
+    expect_error(capsys, workdir, ["predict", *parallel_args(seq2seq_checkpoint["data"]), "--ckpt_path",
+                                   str(seq2seq_checkpoint["ckpt"]), "--data.init_args.predict_file", str(lines),
+                                   "--predict_output", str(out)],
+                 "Line 2 of", "more than max_input_length=1024", "--data.init_args.max_input_length", code=2)
+    assert not out.exists()
+
+
+def test_sigterm_stops_seq2seq_predict_between_batches(seq2seq_checkpoint, workdir, capsys):
+    import json
+    lines = workdir / "many.de"
+    lines.write_text("".join(DE[i % len(DE)] + "\n" for i in range(12)))
+    out = workdir / "out.txt"
+    stop = {"class_path": "tests.examples.recorders.SigtermInPredict", "init_args": {"batch": 0}}
+    old = os.getcwd()
+    os.chdir(ROOT)  # tests.examples imports from the repository root
+    try:
+        code = run(["predict", *parallel_args(seq2seq_checkpoint["data"]), "--ckpt_path",
+                    str(seq2seq_checkpoint["ckpt"]), "--data.init_args.predict_file", str(lines),
+                    "--data.init_args.eval_batch_size", "2", "--predict_output", str(out),
+                    "--trainer.callbacks+=" + json.dumps(stop)])
+    finally:
+        os.chdir(old)
+    err = capsys.readouterr().err
+    assert code == 143, err[-2000:]
+    assert "SIGTERM during predict: stopped before batch 2 of 6" in err
+    assert not out.exists()
+
+
+def test_a_binary_predict_file(seq2seq_checkpoint, workdir, capsys):
+    binary = workdir / "photo.jpg"
+    binary.write_bytes(b"\xff\xd8\xff\xe0" + os.urandom(2000))
+    expect_error(capsys, workdir, ["predict", *parallel_args(seq2seq_checkpoint["data"]), "--ckpt_path",
+                                   str(seq2seq_checkpoint["ckpt"]), "--data.init_args.predict_file", str(binary)],
+                 str(binary), "is not UTF-8 text", code=2)
+
+
+def test_a_binary_classification_predict_file(workdir, capsys, tmp_path):
+    folder = write_sst(tmp_path / "sst")
+    assert run(["fit", *sst_args(folder), "--trainer.logger", "false", "--trainer.default_root_dir",
+                str(tmp_path / "run"), "--trainer.val_check_interval", "1.0"]) == 0
+    binary = workdir / "blob.bin"
+    binary.write_bytes(b"\x80\x81" * 100)
+    expect_error(capsys, workdir, ["predict", *sst_args(folder), "--ckpt_path", str(next((tmp_path / "run").rglob(
+        "*.ckpt"))), "--data.init_args.predict_file", str(binary)], "predict_file", str(binary), "is not UTF-8 text")
+
+
+def test_predict_output_under_a_file(earlier, workdir, capsys):
+    (workdir / "notes.txt").write_text("mine\n")
+    expect_error(capsys, workdir, ["predict", "--config", LOGIC, *TINY_LOGIC, "--ckpt_path", str(earlier["logic"]),
+                                   "--predict_output", "notes.txt/out.txt"],
+                 "--predict_output 'notes.txt/out.txt' is under 'notes.txt', which is a file", code=2)
+    assert (workdir / "notes.txt").read_text() == "mine\n"
+
+
+def test_predict_output_that_is_a_folder(earlier, workdir, capsys):
+    (workdir / "outdir").mkdir()
+    expect_error(capsys, workdir, ["predict", "--config", LOGIC, *TINY_LOGIC, "--ckpt_path", str(earlier["logic"]),
+                                   "--predict_output", "outdir"], "--predict_output 'outdir' is a folder", code=2)
+
+
+def test_a_logger_save_dir_under_a_file(workdir, capsys):
+    (workdir / "notes.txt").write_text("mine\n")
+    expect_error(capsys, workdir, ["fit", "--config", LOGIC, *TINY_LOGIC, *QUIET, "--trainer.logger",
+                                   "lightning.pytorch.loggers.CSVLogger", "--trainer.logger.save_dir", "notes.txt/runs"],
+                 "--trainer.logger.save_dir 'notes.txt/runs' is under 'notes.txt', which is a file", code=2)
+
+
+def test_a_default_root_dir_that_is_a_file(workdir, capsys):
+    (workdir / "notes.txt").write_text("mine\n")
+    expect_error(capsys, workdir, ["fit", "--config", LOGIC, *TINY_LOGIC, *QUIET, "--trainer.logger", "false",
+                                   "--trainer.default_root_dir", "notes.txt"],
+                 "--trainer.default_root_dir 'notes.txt' is a file, not a folder", code=2)
+
+
+def test_an_embeddings_file_with_nan(workdir, capsys):
+    folder = write_sst(workdir / "sst")
+    vectors = workdir / "glove.txt"
+    vectors.write_text("good " + " ".join(["0.1"] * 8) + "\nfilm " + " ".join(["nan"] * 8) + "\n")
+    expect_error(capsys, workdir, ["fit", *sst_args(folder), "--model.init_args.pretrained_embeddings",
+                                   str(vectors)], "glove.txt, line 2", "'film'", "nan or inf")
+
+
+CELL_SPEC_PROBES = {
+    "a misspelt option in a cell spec": (['{"class_path": "SatMZU", "init_args": {"zonez": 4}}'],
+                                         ["SatMZU has no option 'zonez'. Did you mean 'zones'?"]),
+    "a misspelt cell option as a flag": (["SatMZU", "--model.init_args.cell.zonez", "4"],
+                                         ["No cell has the option 'zonez'", "Did you mean 'zones'?"]),
+    "an option of another cell as a flag": (["GRU", "--model.init_args.cell.zones", "4"],
+                                            ["The cell given has no option 'zones'", "SatMZU"]),
+}
+
+
+@pytest.mark.parametrize("probe", list(CELL_SPEC_PROBES))
+def test_cell_spec_mistakes(probe, workdir, capsys):
+    extra, fragments = CELL_SPEC_PROBES[probe]
+    expect_error(capsys, workdir, ["fit", "--config", LOGIC, *TINY_LOGIC, *QUIET, "--model.init_args.cell", *extra],
+                 *fragments, code=2)
+
+
+def test_resume_with_another_joint_vocabulary(seq2seq_checkpoint, workdir, capsys):
+    expect_error(capsys, workdir, ["fit", *parallel_args(seq2seq_checkpoint["data"]), "--ckpt_path",
+                                   str(seq2seq_checkpoint["ckpt"]), "--data.init_args.joint_vocabulary", "false",
+                                   "--trainer.max_steps", "2"],
+                 "trained with joint_vocabulary=True, this data has joint_vocabulary=False",
+                 "--data.init_args.joint_vocabulary true")
+
+
+def test_another_tokenizer_says_what_differs(seq2seq_checkpoint, workdir, capsys):
+    expect_error(capsys, workdir, ["fit", *parallel_args(seq2seq_checkpoint["data"]), "--ckpt_path",
+                                   str(seq2seq_checkpoint["ckpt"]), "--data.init_args.subword_vocab_size", "290",
+                                   "--trainer.max_steps", "2"],
+                 "source tokenizer differs from this data's: the checkpoint's has")
+
+
+# The other commands: compare, reproduce, analysis (their own one-line errors, exit 2, nothing written).
+def other_command_error(capsys, folder: Path, main, args: List[str], *fragments: str) -> str:
+    before = snapshot(folder)
+    old = os.getcwd()
+    os.chdir(folder)
+    try:
+        try:
+            code = main(args)
+        except SystemExit as stop:
+            code = stop.code
+    finally:
+        os.chdir(old)
+    err = capsys.readouterr().err
+    lines = [ln for ln in err.splitlines() if ln.startswith("error: ")]
+    assert code == 2 and len(lines) == 1, err[-3000:]
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+    assert snapshot(folder) == before
+    return lines[0]
+
+
+def test_compare_out_under_a_file(workdir, capsys):
+    from lit_rnncells.experiments.compare import main as compare_main
+    (workdir / "notes.txt").write_text("mine\n")
+    other_command_error(capsys, workdir, compare_main, ["--config", LOGIC, "--cells", "GRU", "--out", "notes.txt/cmp"],
+                        "--out 'notes.txt/cmp' is under 'notes.txt', which is a file")
+
+
+def test_compare_match_params_with_an_unknown_cell(workdir, capsys):
+    from lit_rnncells.experiments.compare import main as compare_main
+    other_command_error(capsys, workdir, compare_main, ["--config", LOGIC, "--cells", "GRU", "--match-params",
+                                                        "GRUU@8", "--out", "cmp"],
+                        "--match-params 'GRUU@8': Unknown cell 'GRUU'. Did you mean 'GRU'?")
+
+
+def test_compare_a_misspelt_cell_option(workdir, capsys):
+    from lit_rnncells.experiments.compare import main as compare_main
+    other_command_error(capsys, workdir, compare_main, ["--config", LOGIC, "--cells", "SatMZU(zonez=4)", "--out",
+                                                        "cmp"], "SatMZU has no option 'zonez'. Did you mean 'zones'?")
+
+
+def test_reproduce_report_under_a_file(workdir, capsys):
+    from lit_rnncells.experiments.reproduce import main as reproduce_main
+    (workdir / "notes.txt").write_text("mine\n")
+    other_command_error(capsys, workdir, reproduce_main, ["mzu", "--out", "runs/rep", "--report", "notes.txt/mzu.md",
+                                                          "--read-only"],
+                        "--report 'notes.txt/mzu.md' is under 'notes.txt', which is a file")
+
+
+def test_analysis_output_under_a_file(earlier, workdir, capsys):
+    from lit_rnncells.analysis.__main__ import main as analysis_main
+    (workdir / "notes.txt").write_text("mine\n")
+    other_command_error(capsys, workdir, analysis_main, ["mufuru-ops", "--ckpt_path", str(earlier["logic"]),
+                                                         "--output", "notes.txt/ops.png"],
+                        "--output 'notes.txt/ops.png' is under 'notes.txt', which is a file")
 
 
 def test_the_catalogue_is_large_enough():

@@ -1,6 +1,7 @@
-"""Every shipped experiment config works: through the CLI it builds its model at the config's own sizes and
-trains, validates and tests one tiny batch of real text (so a renamed argument or a cell change that breaks
-a config fails here, not in a user's week-long run)."""
+"""Every shipped experiment config works: through the CLI, with the default logger (W&B, offline here), it
+builds its model at the config's own sizes, trains 2 steps, validates and tests on tiny batches of real text,
+and logs its hyperparameters (so a renamed argument, a cell change or a logger clash that breaks a config
+fails here, not in a user's week-long run)."""
 from __future__ import annotations
 
 import re
@@ -8,8 +9,10 @@ from pathlib import Path
 from typing import List
 
 import pytest
+import wandb
 
 from lit_rnncells.cli import main as cli_main
+from lit_rnncells.loggers import DefaultWandbLogger
 from tests.test_sentiment_data import config_data_args
 
 REPO = Path(__file__).resolve().parents[1]
@@ -37,7 +40,15 @@ def _data_args(dataset: str, data_dir: Path, tmp_path: Path, cache: Path) -> Lis
         return sentiment
     if not dataset:  # the logic task generates its formulas
         return []
-    if dataset in ("multi30k", "iwslt14", "gigaword"):  # seq2seq: the first pairs of every split
+    if dataset == "iwslt17":  # IWSLT 2017 is raw cased text: real raw De-En lines (Multi30k's) in its layout
+        folder = tmp_path / "iwslt17"
+        folder.mkdir(parents=True, exist_ok=True)
+        for split, name in (("train", "train"), ("valid", "val"), ("test", "test_2016_flickr")):
+            for lang in ("de", "en"):
+                lines = (data_dir / "multi30k" / f"{name}.{lang}").read_text(encoding="utf-8").splitlines()[:40]
+                (folder / f"{split}.{lang}").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        data_dir = tmp_path
+    if dataset in ("multi30k", "iwslt14", "iwslt17", "gigaword"):  # seq2seq: the first pairs of every split
         return ["--data.init_args.data_dir", str(data_dir / dataset), "--data.init_args.limit", "40",
                 "--data.init_args.cache_dir", str(cache), "--data.init_args.batch_size", "2",
                 "--data.init_args.eval_batch_size", "2"]
@@ -50,14 +61,43 @@ def _data_args(dataset: str, data_dir: Path, tmp_path: Path, cache: Path) -> Lis
             "--data.init_args.eval_batch_size", "2", "--data.init_args.bptt", "8"]
 
 
+@pytest.fixture
+def wandb_offline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    """The default logger as a user without a W&B account gets it: offline, files under ``./runs``; every
+    run is finished afterwards (in-process runs share one W&B service), even when the test fails."""
+    monkeypatch.setenv("WANDB_MODE", "offline")  # conftest turns W&B off for every other test
+    monkeypatch.chdir(tmp_path)
+    try:
+        yield
+    finally:
+        wandb.finish()
+
+
+# Lightning's fast_dev_run would replace the logger with a dummy one (and turn checkpointing off), hiding
+# exactly the failures this test is for: two real steps, then two validation and two test batches instead.
+# (Not 1: the command line reads "1" for a limit as the float 1.0, which Lightning takes as 100%.)
+TWO_STEPS = ["--trainer.max_steps", "2", "--trainer.limit_train_batches", "2", "--trainer.val_check_interval", "1.0",
+             "--trainer.limit_val_batches", "2", "--trainer.limit_test_batches", "2", "--trainer.max_epochs", "1",
+             "--trainer.num_sanity_val_steps", "0", "--trainer.accelerator", "cpu"]
+
+
 @pytest.mark.real_data
 @pytest.mark.parametrize("config", CONFIGS, ids=[f"{p.parent.name}/{p.stem}" for p in CONFIGS])
-def test_shipped_config_runs_one_batch(config: Path, tmp_path: Path, data_dir: Path,
-                                       tmp_path_factory: pytest.TempPathFactory) -> None:
+def test_shipped_config_trains_two_steps_with_the_default_logger(config: Path, tmp_path: Path, data_dir: Path,
+                                                                 tmp_path_factory: pytest.TempPathFactory,
+                                                                 wandb_offline: None) -> None:
     cache = tmp_path_factory.getbasetemp() / "lm_cache"
-    cli = cli_main(["fit", "--config", str(config), "--trainer.fast_dev_run", "1", "--trainer.accelerator", "cpu",
-                    "--trainer.logger", "false", "--trainer.enable_progress_bar", "false",
+    cli = cli_main(["fit", "--config", str(config), *TWO_STEPS, "--trainer.enable_progress_bar", "false",
                     "--trainer.enable_model_summary", "false", "--trainer.default_root_dir", str(tmp_path),
                     *_data_args(_dataset(config), data_dir, tmp_path, cache)])
-    assert cli.trainer.state.finished and cli.trainer.global_step == 1
+    assert cli.trainer.state.finished and cli.trainer.global_step == 2
+    assert all(n <= 2 for n in [*cli.trainer.num_val_batches, *cli.trainer.num_test_batches])  # a quick test
     assert sum(p.numel() for p in cli.model.parameters()) > 0
+    logger = cli.trainer.logger
+    assert isinstance(logger, DefaultWandbLogger) and logger.experiment.settings.mode in ("offline", "dryrun")
+    summary = set(logger.experiment.summary.keys())  # what reached the logger: training and validation metrics
+    assert any(k.startswith("train/") for k in summary) and any(k.startswith("val/") for k in summary), summary
+    logged = dict(logger.experiment.config)  # model and data hyperparameters in their own groups, never merged
+    assert logged["model"] == {k: v for k, v in cli.model.hparams.items() if k != "_class_path"}
+    assert logged["data"] == {k: v for k, v in cli.datamodule.hparams.items() if k != "_class_path"}
+    assert "config" in logged  # the full config, from the CLI

@@ -246,8 +246,14 @@ def test_cli_fit_then_predict_from_checkpoint(tmp_path: Path, capsys: pytest.Cap
     capsys.readouterr()
     cli_main(["predict", *args, "--ckpt_path", str(ckpt), "--data.init_args.prompts", '["the ", "a "]',
               "--data.init_args.predict_length", "25"])
-    out = capsys.readouterr().out
-    assert out.count("--- sample") == 2 and "the " in out
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-2].startswith("the ") and lines[-1].startswith("a ")  # one line per prompt, in prompt order
+    written = tmp_path / "samples.txt"  # issue 19 item 2: --predict_output is honoured, and said
+    cli_main(["predict", *args, "--ckpt_path", str(ckpt), "--data.init_args.prompts", '["the ", "a ", "in "]',
+              "--data.init_args.predict_length", "25", "--predict_output", str(written)])
+    samples = written.read_text().splitlines()
+    assert len(samples) == 3 and [s.split(" ")[0] for s in samples] == ["the", "a", "in"]
+    assert f"predict: wrote 3 lines to {written}" in capsys.readouterr().out
 
 
 @pytest.mark.slow

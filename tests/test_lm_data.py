@@ -206,31 +206,3 @@ def test_default_data_dir_follows_the_environment(monkeypatch: pytest.MonkeyPatc
     monkeypatch.chdir(tmp_path)
     assert not lm_data.is_hub_id("ptb/ptbb")  # a typo next to an existing folder is a local path
     assert text_mod.default_cache_dir().name in ("lit_rnncells",) or "LIT_RNNCELLS_CACHE" in __import__("os").environ
-
-
-@pytest.mark.real_data
-@pytest.mark.parametrize("dataset", ["ptb_word", "ptb_char"])
-def test_hub_reader_gives_the_same_tokens_as_the_local_files(dataset: str, data_dir: Path,
-                                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    """The hub path (``ptb-text-only/ptb_text_only``: splits train/validation/test, one stripped line per
-    row in a ``sentence`` column) fed the real PTB lines, with load_dataset stubbed since the hub is not
-    reachable here: same vocabulary and token streams as the official local files, including the
-    character corpus, which the hub reader spells out from the words."""
-    import datasets
-
-    ptb = data_dir / "ptb"
-
-    def load_dataset(hub_id: str, *args, **kwargs) -> datasets.DatasetDict:
-        assert hub_id == "ptb-text-only/ptb_text_only"
-        return datasets.DatasetDict({
-            hub_split: datasets.Dataset.from_dict(
-                {"sentence": [line.strip() for line in (ptb / f"ptb.{split}.txt").read_text().splitlines()
-                              if line.strip()]})
-            for hub_split, split in [("train", "train"), ("validation", "valid"), ("test", "test")]})
-
-    monkeypatch.setattr(datasets, "load_dataset", load_dataset)
-    hub = LanguageModelDataModule(dataset, "ptb-text-only/ptb_text_only", cache_dir="")
-    local = LanguageModelDataModule(dataset, str(ptb), cache_dir="")
-    assert hub.vocab.symbols == local.vocab.symbols
-    for split, tokens in local.splits.items():
-        assert torch.equal(hub.splits[split], tokens), split

@@ -142,3 +142,18 @@ def test_resuming_a_run_that_reached_max_steps_says_to_raise_max_steps(tmp_path,
     capsys.readouterr()
     assert run(["fit", "--config", str(tmp_path / "runs" / "steps" / "config.yaml"), "--ckpt_path", str(ckpt)]) == 0
     assert "raise --trainer.max_steps (e.g. --trainer.max_steps 6)" in capsys.readouterr().out
+
+
+def test_logic_predict_writes_one_line_per_test_formula_in_order(tmp_path, monkeypatch, capsys):
+    """Issue 19 item 2: every task writes its predictions to --predict_output and says where."""
+    monkeypatch.chdir(tmp_path)
+    assert run(["fit", *TINY, "--trainer.logger", "false", "--run_dir", "runs/p"]) == 0
+    ckpt = next((tmp_path / "runs" / "p" / "checkpoints").glob("*.ckpt"))
+    capsys.readouterr()
+    out = tmp_path / "pred.txt"
+    assert run(["predict", *TINY, "--ckpt_path", str(ckpt), "--predict_output", str(out)]) == 0
+    lines = out.read_text().splitlines()
+    assert len(lines) == 32 and set(lines) <= {"0", "1"}
+    printed = capsys.readouterr()
+    assert f"predict: wrote 32 lines to {out}" in printed.out
+    assert "Couldn't infer the batch indices" not in printed.err + printed.out  # item 13

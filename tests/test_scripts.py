@@ -55,4 +55,4 @@ def test_bench_gpu_runs_on_cpu_at_tiny_sizes():
 
 def test_bench_cells_compile_quick_prints_the_ratio_table():
     out = run_script("scripts/bench_cells.py", "--compile", "--quick", "--cells", "GRU")
-    assert "| GRU | B4 T6 I8 H8 |" in out and "compiled ÷ eager" in out
+    assert "| GRU | B4 T6 I8 H8 | no (eager) |" in out and "compiled ÷ eager" in out

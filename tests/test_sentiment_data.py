@@ -5,7 +5,6 @@ import io
 import re
 import sys
 import tarfile
-import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
@@ -204,34 +203,6 @@ def test_hds_datamodule_and_empty_split_error(tmp_path):
         AspectSentimentDataModule(data_dir=str(only_single), subset="hds", **tiny(val_fraction=0.3, split_seed=3))
 
 
-def test_semeval_hub_schema_gives_the_same_tensors_as_the_xml(tmp_path, monkeypatch):
-    import datasets
-
-    folder = semeval_folder(tmp_path / "semeval")
-    local = AspectSentimentDataModule(data_dir=str(folder), **tiny(val_fraction=0.2))
-    calls = []
-
-    def fake_load_dataset(name, config=None, **kwargs):
-        calls.append((name, config))
-        out = {}
-        for split, file in (("train", "Restaurants_Train_v2.xml"), ("test", "Restaurants_Test_Gold.xml")):
-            rows = [{"sentenceId": s.id, "text": s.text,
-                     "aspectTerms": {"term": [a.term for a in s.aspects], "polarity": [a.polarity for a in s.aspects],
-                                     "from": [str(a.start) for a in s.aspects], "to": [str(a.end) for a in s.aspects]},
-                     "aspectCategories": []} for s in semeval.read_xml(folder / file)]
-            out[split] = rows
-        return out
-
-    monkeypatch.setattr(datasets, "load_dataset", fake_load_dataset)
-    hub = AspectSentimentDataModule(data_dir=semeval.HUB_ID, **tiny(val_fraction=0.2))
-    assert calls == [(semeval.HUB_ID, "restaurants")]
-    assert hub.vocab == local.vocab
-    for split in ("train", "validation", "test"):
-        for key in ("tokens", "aspect"):
-            assert torch.equal(hub.splits[split][key]["ids"], local.splits[split][key]["ids"])
-        assert torch.equal(hub.splits[split]["labels"], local.splits[split]["labels"])
-
-
 def test_semeval_bad_input_errors(tmp_path):
     bad = tmp_path / "bad"
     semeval_folder(bad)
@@ -311,23 +282,6 @@ def test_sst_binary_phrases_for_training_whole_sentences_for_evaluation(tmp_path
     assert len(fine._views["train"]["labels"]) > len(train)  # neutral phrases kept
 
 
-def test_sst_hub_is_binary_and_tests_on_its_validation_split(tmp_path, monkeypatch):
-    import datasets
-
-    rows = {"train": [{"sentence": "it 's a charming -lrb- and -rrb- ", "label": 1}, {"sentence": "dull ", "label": 0}],
-            "validation": [{"sentence": "simply wonderful ", "label": 1}],
-            "test": [{"sentence": "hidden ", "label": -1}]}
-    monkeypatch.setattr(datasets, "load_dataset", lambda name, *a, **k: rows)
-    with pytest.warns(UserWarning, match="test labels are hidden"):
-        dm = DocumentSentimentDataModule(dataset="sst", data_dir="stanfordnlp/sst2", **tiny())
-    assert dm.vocab.decode(dm._views["train"]["tokens"][0]) == ["it", "'s", "a", "charming", "(", "and", ")"]
-    assert dm._views["test"]["labels"].tolist() == [1]
-    with pytest.raises(ValueError, match="granularity 'fine' needs the SST tree files"):
-        DocumentSentimentDataModule(dataset="sst", data_dir="stanfordnlp/sst2", granularity="fine", **tiny())
-    with pytest.raises(ValueError, match="train split is already phrase level"):
-        DocumentSentimentDataModule(dataset="sst", data_dir="stanfordnlp/sst2", train_phrases=False, **tiny())
-
-
 def test_sst_missing_file_and_file_as_data_dir(tmp_path):
     folder = sst_folder(tmp_path / "sst")
     (folder / "test.txt").unlink()
@@ -349,26 +303,12 @@ def test_imdb_folder_and_archive_read_the_same_reviews(tmp_path):
                                                                    "i", "'", "d"]
 
 
-def test_imdb_datamodule_validation_held_out_and_hub_gives_same_ids(tmp_path, monkeypatch):
-    import datasets
-
+def test_imdb_datamodule_validation_held_out(tmp_path):
     archive = imdb_archive(tmp_path)
     local = DocumentSentimentDataModule(data_dir=str(archive), val_size=2, split_seed=7, **tiny())
     sizes = {s: len(v["labels"]) for s, v in local.splits.items()}
     assert sizes == {"train": 6, "validation": 2, "test": 4}
     assert "terrible" not in local.vocab.stoi and "great" in local.vocab.stoi
-    reviews = imdb.read_local(archive)
-
-    def fake_load_dataset(name, *args, **kwargs):  # the hub schema, in another order than the files
-        return {s: {"text": [t for _, t in reversed(reviews[s])], "label": [l for l, _ in reversed(reviews[s])]}
-                for s in ("train", "test")}
-
-    monkeypatch.setattr(datasets, "load_dataset", fake_load_dataset)
-    hub = DocumentSentimentDataModule(data_dir="stanfordnlp/imdb", val_size=2, split_seed=7, **tiny())
-    assert hub.vocab == local.vocab
-    for split in ("train", "validation", "test"):
-        assert torch.equal(hub.splits[split]["tokens"]["ids"], local.splits[split]["tokens"]["ids"])
-        assert torch.equal(hub.splits[split]["labels"], local.splits[split]["labels"])
 
 
 def test_truncation_policies(tmp_path):
@@ -485,16 +425,19 @@ def test_restaurants_xml_counts(data_dir, tmp_path):
 
 
 @pytest.mark.real_data
-def test_imdb_archive_gives_25000_25000_balanced_reviews_in_seconds(data_dir, tmp_path):
-    start = time.perf_counter()  # one streaming pass over the 80 MB archive, then tokenisation
+def test_imdb_archive_gives_25000_25000_balanced_reviews_and_a_second_build_reads_the_cache(data_dir, tmp_path,
+                                                                                            monkeypatch):
     dm = DocumentSentimentDataModule(data_dir=str(data_dir / "imdb"), val_size=2500, cache_dir=str(tmp_path))
-    assert time.perf_counter() - start < 30
     labels = {s: v["labels"] for s, v in dm.splits.items()}
     assert {s: len(v) for s, v in labels.items()} == {"train": 22_500, "validation": 2_500, "test": 25_000}
     assert int(labels["train"].sum() + labels["validation"].sum()) == 12_500 and int(labels["test"].sum()) == 12_500
-    start = time.perf_counter()
-    DocumentSentimentDataModule(data_dir=str(data_dir / "imdb"), val_size=2500, cache_dir=str(tmp_path))
-    assert time.perf_counter() - start < 5  # the second run loads the cached tensors
+
+    def no_reading(*args, **kwargs):
+        raise AssertionError("the archive was read again instead of the cached tensors")
+
+    monkeypatch.setattr(imdb, "read_archive", no_reading)
+    again = DocumentSentimentDataModule(data_dir=str(data_dir / "imdb"), val_size=2500, cache_dir=str(tmp_path))
+    assert all(torch.equal(again.splits[s]["labels"], labels[s]) for s in labels)
 
 
 # --- used by tests/test_configs.py to run the shipped classification configs on one tiny batch ---------------

@@ -3,8 +3,10 @@ imported) the error says to give the import path."""
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
+from lit_rnncells.cells import registry
 from lit_rnncells.cli import run
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -15,6 +17,8 @@ TINY = ["--data.init_args.train_size", "32", "--data.init_args.val_size", "8", "
 
 
 def test_a_cell_of_a_users_module_trains_by_its_import_path(tmp_path, monkeypatch):
+    monkeypatch.setattr(registry, "_CELLS", dict(registry._CELLS))  # the registration ends with this test
+    monkeypatch.delitem(sys.modules, "tests.examples.minimal_cell", raising=False)
     monkeypatch.chdir(ROOT)  # where tests.examples imports, as the README says for a user's module
     assert run(["fit", "--config", LOGIC, *TINY, "--trainer.default_root_dir", str(tmp_path),
                 "--model.init_args.cell", "tests.examples.minimal_cell.MinimalRNN"]) == 0

@@ -8,6 +8,7 @@ import pkgutil
 import sys
 from typing import List, Optional
 
+from ..paths import check_output_file
 from . import common
 
 
@@ -21,15 +22,17 @@ def load_figures() -> None:
 
 def main(argv: Optional[List[str]] = None) -> int:
     load_figures()
-    parser = argparse.ArgumentParser(prog="python -m lit_rnncells.analysis",
+    parser = argparse.ArgumentParser(allow_abbrev=False, prog="python -m lit_rnncells.analysis",
                                      description="Draw a paper's analysis figure from trained checkpoints.")
     sub = parser.add_subparsers(dest="figure", required=True, metavar="FIGURE")
     for name, fig in sorted(common.FIGURES.items()):
-        fig.add_arguments(sub.add_parser(name, help=fig.help, description=fig.help))
+        fig.add_arguments(sub.add_parser(name, help=fig.help, description=fig.help, allow_abbrev=False))
     args = parser.parse_args(argv)
     try:
+        if getattr(args, "output", None):
+            check_output_file(args.output, "--output")  # before any checkpoint is read or figure drawn
         common.FIGURES[args.figure].run(args)
-    except (ValueError, FileNotFoundError) as error:
+    except (ValueError, FileNotFoundError, NotADirectoryError, IsADirectoryError) as error:
         if os.environ.get("LIT_RNNCELLS_TRACEBACK"):
             raise
         print(f"error: {error}", file=sys.stderr)

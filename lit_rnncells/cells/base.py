@@ -55,6 +55,10 @@ class RecurrentCell(nn.Module):
 
     has_aux_loss: bool = False
     aux_loss_name: str = "aux_loss"
+    compile_on_cpu: bool = True
+    """Whether ``Recurrent(compile=True)`` compiles this cell's step on CPU (on a GPU it always does).
+    False for cells whose step is one matmul and a few pointwise ops: on CPU the compiled call's fixed
+    cost (guards, autograd wrapper) exceeded what fusing saves (docs/measured.md, "Compiled step")."""
 
     def __init__(self, input_size: int, hidden_size: int) -> None:
         super().__init__()

@@ -32,6 +32,7 @@ def gru_update(x_part: Tensor, gh: Tensor, h: Tensor) -> Tensor:
 class Elman(AffineCell):
     """Elman (tanh) RNN: h' = tanh(W_ih x + b_ih + W_hh h + b_hh)."""
 
+    compile_on_cpu = False  # a compiled step is slower than eager on CPU (docs/measured.md)
     gates = 1
 
     def project_input(self, x: Tensor) -> Tensor:
@@ -49,6 +50,7 @@ class GRU(AffineCell):
     n = tanh(W_in x + b_in + r ⊙ (W_hn h + b_hn)), h' = (1 − z) ⊙ n + z ⊙ h.
     """
 
+    compile_on_cpu = False  # a compiled step is slower than eager on CPU (docs/measured.md)
     gates = 3
 
     def step(self, x_proj_t: Tensor, state: Tensor) -> Tensor:
@@ -115,6 +117,7 @@ class MGU(AffineCell):
     ``weight_ih`` stacks the x-parts of W_f and W_h; ``weight_hh`` their h-parts.
     """
 
+    compile_on_cpu = False  # a compiled step is slower than eager on CPU (docs/measured.md)
     gates = 2
 
     def project_input(self, x: Tensor) -> Tensor:

@@ -39,20 +39,15 @@ def record_steps(module: nn.Module, cell: RecurrentCell,
     """Run ``module`` (``cell`` itself, ``x`` batch first ``(B, T, input_size)``, or a ``Recurrent``
     layer holding ``cell`` at ``direction``) without gradients inside ``recording()``, and return the
     recorded entries stacked ``(B, T, ...)`` in input order (a tuple if the cell records tuples)."""
-    from ..nn.recurrent import run_cell  # the layer imports the cells: import it only when used
-
+    compiled = getattr(module, "compiled", False)
     with torch.no_grad(), recording() as log:
-        if module is cell:
-            steps = x.shape[1]
-            if state is None:
-                state = cell.initial_state(x.shape[0], device=x.device, dtype=x.dtype)
-            mask = None
-            if lengths is not None:
-                mask = torch.arange(steps, device=x.device).unsqueeze(1) < torch.as_tensor(
-                    lengths, device=x.device).unsqueeze(0)
-            run_cell(cell, x.transpose(0, 1), state, mask)
-        else:
-            module(x, state, lengths)
+        if compiled:  # recording appends inside the step: run it eagerly (values are the same)
+            module.compiled = False
+        try:
+            _run_recorded(module, cell, x, state, lengths)
+        finally:
+            if compiled:
+                module.compiled = True
     if not log:
         raise ValueError("The input has no steps; pass at least one token.")
     columns = list(zip(*log)) if isinstance(log[0], tuple) else [log]
@@ -63,6 +58,23 @@ def record_steps(module: nn.Module, cell: RecurrentCell,
             steps_first = unreverse_steps(steps_first, lengths)
         out.append(mask_padded(steps_first.transpose(0, 1), lengths))
     return tuple(out) if isinstance(log[0], tuple) else out[0]
+
+
+def _run_recorded(module: nn.Module, cell: RecurrentCell, x: Tensor, state: Optional[State],
+                  lengths: Optional[Tensor]) -> None:
+    from ..nn.recurrent import run_cell  # the layer imports the cells: import it only when used
+
+    if module is not cell:
+        module(x, state, lengths)
+        return
+    steps = x.shape[1]
+    if state is None:
+        state = cell.initial_state(x.shape[0], device=x.device, dtype=x.dtype)
+    mask = None
+    if lengths is not None:
+        mask = torch.arange(steps, device=x.device).unsqueeze(1) < torch.as_tensor(
+            lengths, device=x.device).unsqueeze(0)
+    run_cell(cell, x.transpose(0, 1), state, mask)
 
 
 def mask_padded(values: Tensor, lengths: Optional[Tensor]) -> Tensor:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import difflib
+import inspect
 from typing import Any, Callable, Dict, List, Type, TypeVar
 
 from .base import RecurrentCell
@@ -59,6 +60,21 @@ def get_cell(name: str) -> Type[RecurrentCell]:
         raise UnknownCellError(f"Unknown cell {name!r}.{hint} Known cells: {', '.join(known)}; a cell of your own "
                                f"module is named by its import path, e.g. mycells.minimal.{name} (the command line "
                                "imports that module, which registers the cell).") from None
+
+
+def cell_options(cls: type) -> List[str]:
+    """A cell's constructor options, following ``**options`` passed up to its base classes."""
+    names: List[str] = []
+    for klass in cls.__mro__:
+        init = klass.__dict__.get("__init__")
+        if init is None:
+            continue
+        params = list(inspect.signature(init).parameters.values())
+        names += [p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+                  and p.name not in ("self", "input_size", "hidden_size") and p.name not in names]
+        if not any(p.kind == p.VAR_KEYWORD for p in params):
+            break
+    return names
 
 
 def build_cell(name: str, input_size: int, hidden_size: int, **options: Any) -> RecurrentCell:

@@ -128,6 +128,9 @@ def load_pretrained_vectors(path: Union[str, Path], words: Sequence[str], dim: i
         except ValueError:
             raise EmbeddingsFileError(f"{path}, line {number}: the values of {word!r} are not all numbers; "
                                       "check that the file is a GloVe/word2vec text file.") from None
+        if not bool(torch.isfinite(vec).all()):
+            raise EmbeddingsFileError(f"{path}, line {number}: the vector of {word!r} holds nan or inf values, "
+                                      "which would make every loss nan; fix or remove that line of the file.")
         for i in rows:
             vectors[i], found[i], by_exact[i] = vec, True, True
         for i in fallback:

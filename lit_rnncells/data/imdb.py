@@ -88,10 +88,12 @@ def read_local(path: Path) -> Dict[str, List[Review]]:
 
 
 def read_hub(hub_id: str) -> Dict[str, List[Review]]:
-    """Train/test reviews from a hub dataset in the ``stanfordnlp/imdb`` schema (``text``, ``label``)."""
-    from datasets import load_dataset
+    """Train/test reviews from the Parquet export (:mod:`lit_rnncells.data.hub`) of a hub dataset in the
+    ``stanfordnlp/imdb`` schema (``text``, ``label``), 25,000 each checked."""
+    from . import hub
 
-    ds = load_dataset(hub_id)
+    ds = hub.load_splits(hub_id, ("train", "test"), "to use a local copy set data.init_args.data_dir (or "
+                         f"LIT_RNNCELLS_DATA, which holds imdb/) to {ARCHIVE} or the extracted aclImdb folder")
     return _canonical({split: [(int(label), text) for label, text in zip(ds[split]["label"], ds[split]["text"])]
                        for split in ("train", "test")},
                       lambda split, name: f"the {split} split of {hub_id!r} (label {int(name == 'pos')})")

@@ -3,9 +3,10 @@
 Datasets: PTB character level (Mikolov's ``ptb.char.*.txt``), PTB word level
 (``ptb.*.txt``; hub ``ptb-text-only/ptb_text_only``, column ``sentence``), text8
 (local ``text8``, hub ``afmck/text8``), enwik8 (local ``enwik8`` bytes, hub
-``LTCB/enwik8``), each with the standard 90M/5M/5M split when it comes as one
-file, and plain ``{train,valid,test}.txt`` files of your own (``dataset: text``).
-Hub and local inputs go through the same processing (:func:`corpus_texts` →
+``LTCB/enwik8`` config ``enwik8-raw``), each with the standard 90M/5M/5M split when it
+comes as one file, and plain ``{train,valid,test}.txt`` files of your own (``dataset: text``).
+Hub ids are read from their Parquet export (:mod:`lit_rnncells.data.hub`). Hub and local
+inputs go through the same processing (:func:`corpus_texts` →
 :func:`lit_rnncells.data.text.build_corpus`), cached on disk keyed by the inputs.
 
 Batching (Zaremba et al. 2014; Merity et al. 2018): the training split is cut into
@@ -26,6 +27,7 @@ from lightning.pytorch.utilities import rank_zero_warn
 from torch import Tensor
 from torch.utils.data import DataLoader, IterableDataset
 
+from . import hub
 from .batching import batch_loader
 from .check import SplitCheckMixin
 from .text import (Vocabulary, VocabularyMismatchError, build_corpus, cached, default_cache_dir, file_fingerprint,
@@ -39,7 +41,7 @@ LOCAL_FILES = {"ptb_char": {s: f"ptb.char.{s}.txt" for s in SPLITS}, "ptb_word":
                "text": {s: f"{s}.txt" for s in SPLITS}, "text8": {"all": "text8"}, "enwik8": {"all": "enwik8"}}
 ENV_FOLDERS = {"ptb_char": "ptb", "ptb_word": "ptb", "text8": "text8", "enwik8": "enwik8"}
 STANDARD_SPLIT = (90_000_000, 5_000_000, 5_000_000)
-CACHE_VERSION = 1
+CACHE_VERSION = 2  # 2: hub corpora read from the Parquet export (enwik8 from its raw bytes)
 
 
 def default_data_dir(dataset: str) -> Optional[str]:
@@ -90,29 +92,40 @@ def read_local(dataset: str, folder: Path) -> Tuple[Dict[str, str], List[Dict[st
     return raw, prints
 
 
-def read_hub(dataset: str, hub_id: str) -> Dict[str, str]:
-    """Raw split texts from the Hugging Face hub, in the same shape :func:`read_local` returns."""
-    from datasets import load_dataset
+HUB_BYTES = {"enwik8": 100_000_000, "text8": 100_000_000}  # the whole corpus: bytes (enwik8) or characters
 
-    try:
-        ds = load_dataset(hub_id)
-    except Exception as error:  # offline, a wrong id, or no access
-        local = ", ".join(sorted(LOCAL_FILES[dataset].values()))
-        raise FileNotFoundError(f"Could not load {hub_id!r} from the Hugging Face hub ({type(error).__name__}); "
-                                f"when offline set data.init_args.data_dir or LIT_RNNCELLS_DATA to a local folder "
-                                f"with {local}.") from None
+
+def local_alternative(dataset: str) -> str:
+    """The end of a hub error: where a local copy goes instead."""
+    return (f"to use a local copy set data.init_args.data_dir (or LIT_RNNCELLS_DATA, which holds "
+            f"{ENV_FOLDERS.get(dataset, dataset)}/) to the folder with {', '.join(sorted(LOCAL_FILES[dataset].values()))}")
+
+
+def read_hub(dataset: str, hub_id: str) -> Dict[str, str]:
+    """Raw split texts from the hub's Parquet export (:mod:`lit_rnncells.data.hub`), in the shape
+    :func:`read_local` returns: PTB from its stripped lines (``sentence``), text8 and enwik8 as the whole
+    corpus (``text``; enwik8 from the ``enwik8-raw`` config's single row, checked to be 100,000,000 bytes),
+    then split by :func:`normalise` exactly like the local file."""
+    local = local_alternative(dataset)
     if dataset in ("ptb_char", "ptb_word"):
-        lines = {s: [r["sentence"] for r in ds[h]] for s, h in zip(SPLITS, ("train", "validation", "test"))}
+        ds = hub.load_splits(hub_id, ("train", "validation", "test"), local)
+        lines = {s: list(ds[h]["sentence"]) for s, h in zip(SPLITS, ("train", "validation", "test"))}
         if dataset == "ptb_char":  # the char files are the word files spelled out, '_' between words
             return {s: "\n".join(" ".join("_".join(x.split())) for x in v) for s, v in lines.items()}
         return {s: "\n".join(v) for s, v in lines.items()}
-    column = "text"
-    if all(h in ds for h in ("train", "validation", "test")) and dataset == "text8":
-        return {s: "".join(ds[h][column]) for s, h in zip(SPLITS, ("train", "validation", "test"))}
-    joined = "\n".join(t for split in ds.values() for t in split[column])
     if dataset == "enwik8":
-        joined = joined.encode("utf-8").decode("latin-1")  # bytes as symbols, like the local file
-    return {"all": joined}
+        row = hub.load_splits(hub_id, ("train",), local)["train"]["text"]
+        data = "".join(row).encode("utf-8")  # the raw config read the file as UTF-8: these are its bytes
+        if len(data) != HUB_BYTES["enwik8"]:
+            raise hub.HubError(f"Could not load {hub_id!r} from the Hugging Face hub: its enwik8-raw text is "
+                               f"{len(data):,} bytes, not enwik8's {HUB_BYTES['enwik8']:,}; {local}.")
+        return {"all": data.decode("latin-1")}  # bytes as symbols, like the local file
+    ds = hub.load_splits(hub_id, ("train", "validation", "test"), local)  # text8: the splits in order
+    text = "".join("".join(ds[h]["text"]) for h in ("train", "validation", "test"))
+    if len(text) != HUB_BYTES["text8"]:
+        raise hub.HubError(f"Could not load {hub_id!r} from the Hugging Face hub: its splits hold {len(text):,} "
+                           f"characters together, not text8's {HUB_BYTES['text8']:,}; {local}.")
+    return {"all": text}
 
 
 def corpus_texts(dataset: str, data_dir: str, split_sizes: Tuple[int, int, int]
@@ -220,7 +233,7 @@ class LanguageModelDataModule(SplitCheckMixin, LightningDataModule):
         dataset: ``ptb_char``, ``ptb_word``, ``text8``, ``enwik8`` or ``text`` (your own
             ``train.txt``/``valid.txt``/``test.txt``; pick ``level``).
         data_dir: local folder (or the ``text8``/``enwik8`` file) in the official format, or a
-            hub id. Default: ``$LIT_RNNCELLS_DATA/ptb`` (``text8``, ``enwik8``) when that folder
+            hub id (``owner/name``, or ``owner/name@commit`` to pin the export's revision). Default: ``$LIT_RNNCELLS_DATA/ptb`` (``text8``, ``enwik8``) when that folder
             exists, else the hub id (jsonargparse does not expand environment variables in configs).
         level: ``char`` or ``word`` for ``dataset: text`` (others are fixed: PTB word is word level).
         batch_size: training streams per device; eval_batch_size: evaluation streams per device.
@@ -250,7 +263,7 @@ class LanguageModelDataModule(SplitCheckMixin, LightningDataModule):
                 raise ValueError(f"{name} must be a positive integer, got {value!r}.")
         if temperature < 0:
             raise ValueError(f"temperature must be 0 (greedy) or positive, got {temperature}.")
-        self.save_hyperparameters()
+        self.save_hyperparameters(logger=False)  # the task logs them as data/...
         self.dataset = dataset
         self.data_dir = data_dir if data_dir is not None else default_data_dir(dataset)
         if self.data_dir is None:
@@ -316,7 +329,8 @@ class LanguageModelDataModule(SplitCheckMixin, LightningDataModule):
         return self._eval_loader("test")
 
     def predict_dataloader(self) -> DataLoader:
-        items = [{"prompt": p, "length": self.predict_length, "temperature": self.temperature} for p in self.prompts]
+        items = [{"index": i, "prompt": p, "length": self.predict_length, "temperature": self.temperature}
+                 for i, p in enumerate(self.prompts)]
         return batch_loader(items)
 
     def on_after_batch_transfer(self, batch: Any, dataloader_idx: int) -> Any:

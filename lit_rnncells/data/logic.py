@@ -136,7 +136,7 @@ class LogicDataModule(ResumableBatchesMixin, LightningDataModule):
         for name, (lo, hi) in [("train_gates", train_gates), ("test_gates", test_gates)]:
             if not 1 <= lo <= hi:
                 raise ValueError(f"{name} must be [min, max] with 1 <= min <= max, got {[lo, hi]}.")
-        self.save_hyperparameters()
+        self.save_hyperparameters(logger=False)  # the task logs them as data/...
         self.batch_size = batch_size
         self.num_workers = num_workers
         self.shuffle_seed = int(os.environ.get("PL_GLOBAL_SEED", 0)) if shuffle_seed is None else shuffle_seed
@@ -150,12 +150,16 @@ class LogicDataModule(ResumableBatchesMixin, LightningDataModule):
     def dataset(self, split: str) -> FormulaDataset:
         return FormulaDataset(self.splits[split])
 
-    def _loader(self, split: str, shuffle: bool) -> DataLoader:
+    def _loader(self, split: str, shuffle: bool, with_index: bool = False) -> DataLoader:
         data = self.dataset(split)
         rank, world = self.rank_world()
         options = dict(shuffle=True, seed=self.shuffle_seed, chunk_batches=1, epoch=self.current_epoch,
                        start_batch=self.resume_start_batch) if shuffle else dict(shuffle=False)
-        batches = BucketedBatches([len(f) for f in data.formulas], lambda idx: collate([data[i] for i in idx]),
+        def make_batch(idx: List[int]) -> Dict[str, Tensor]:
+            batch = collate([data[i] for i in idx])
+            return {**batch, "index": torch.tensor(idx)} if with_index else batch
+
+        batches = BucketedBatches([len(f) for f in data.formulas], make_batch,
                                   batch_size=self.batch_size, rank=rank, world_size=world, **options)
         return batch_loader(batches, self.num_workers)
 
@@ -169,4 +173,5 @@ class LogicDataModule(ResumableBatchesMixin, LightningDataModule):
         return self._loader("test", False)
 
     def predict_dataloader(self) -> DataLoader:
-        return self._loader("test", False)
+        """The test formulas; each batch carries ``index``, the formulas' positions in the split."""
+        return self._loader("test", False, with_index=True)

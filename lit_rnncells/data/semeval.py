@@ -91,16 +91,16 @@ def _hub_terms(row: Mapping[str, Any]) -> List[Dict[str, Any]]:
 
 
 def read_hub(hub_id: str, domain: str) -> Dict[str, List[Sentence]]:
-    """Train/test sentences from a hub dataset in the ``alexcadillon/SemEval2014Task4`` schema
-    (``sentenceId``, ``text``, ``aspectTerms`` [{term, polarity, from, to}]; config = domain)."""
-    from datasets import load_dataset
+    """Train/test sentences from the Parquet export (:mod:`lit_rnncells.data.hub`) of a hub dataset in the
+    ``alexcadillon/SemEval2014Task4`` schema (``sentenceId``, ``text``, ``aspectTerms`` a list of
+    {term, polarity, from, to} with string offsets; config = domain), sentence counts checked."""
+    from . import hub
 
-    ds = load_dataset(hub_id, domain)
+    local = (f"to use a local copy set data.init_args.data_dir (or LIT_RNNCELLS_DATA, which holds semeval14/) "
+             f"to the folder with {', '.join(sorted(LOCAL_FILES[domain].values()))}")
+    ds = hub.load_splits(hub_id, ("train", "test"), local, config=domain)
     out = {}
     for split in ("train", "test"):
-        if split not in ds:
-            raise ValueError(f"Hub dataset {hub_id!r} ({domain}) has no {split!r} split; "
-                             "use a dataset with train and test splits in the SemEval-2014 schema.")
         sentences = []
         for row in ds[split]:
             sid = str(row.get("sentenceId", row.get("id", "?")))

@@ -78,7 +78,7 @@ class AspectSentimentDataModule(SentimentDataModule):
                          eval_batch_size=eval_batch_size, max_tokens=max_tokens, lowercase=lowercase,
                          max_vocab_size=max_vocab_size, min_frequency=min_frequency, cache_dir=cache_dir,
                          checkpoint_path=checkpoint_path, predict_file=predict_file, seed=seed)
-        self.save_hyperparameters()
+        self.save_hyperparameters(logger=False)  # the task logs them as data/...
         self.domain, self.subset, self.hds_train, self.keep_conflict = domain, subset, hds_train, keep_conflict
         self.val_fraction, self.split_seed = val_fraction, split_seed
         labels = [p for p in semeval.POLARITIES if keep_conflict or p != "conflict"]
@@ -203,7 +203,7 @@ class DocumentSentimentDataModule(SentimentDataModule):
                          max_tokens=max_tokens, lowercase=lowercase, max_vocab_size=max_vocab_size,
                          min_frequency=min_frequency, cache_dir=cache_dir, checkpoint_path=checkpoint_path,
                          predict_file=predict_file, seed=seed)
-        self.save_hyperparameters()
+        self.save_hyperparameters(logger=False)  # the task logs them as data/...
         self.dataset, self.granularity, self.train_phrases = dataset, granularity, train_phrases
         self.val_size, self.split_seed = val_size, split_seed
         self.max_length, self.truncation = max_length, truncation

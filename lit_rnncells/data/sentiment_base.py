@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Literal, Optional, Sequence, Tuple
@@ -15,6 +14,7 @@ from torch import Tensor
 from torch.utils.data import DataLoader
 
 from ..cells.base import check_positive
+from ..paths import read_stdin, read_text_file
 from .batching import BucketedBatches, ResumableBatchesMixin, batch_loader
 from .check import SplitCheckMixin
 from .checkpoint_state import datamodule_state
@@ -81,11 +81,11 @@ def env_data_dir(folder: str, hub_id: str) -> str:
 def read_lines(path: str) -> List[str]:
     """Lines of ``path`` (``"-"``: standard input), line ends removed."""
     if path == "-":
-        return sys.stdin.read().splitlines()
+        return read_stdin("predict_file").splitlines()
     file = Path(path).expanduser()
     if not file.is_file():
         raise FileNotFoundError(f"predict_file {path!r} does not exist; pass a text file (or '-' for stdin).")
-    return file.read_text(encoding="utf-8").splitlines()
+    return read_text_file(file, "predict_file").splitlines()
 
 
 class SentimentDataModule(SplitCheckMixin, ResumableBatchesMixin, LightningDataModule):

@@ -53,8 +53,8 @@ def _translation(dm: Any) -> Optional[Bound]:
             paths[_SPLIT[split]] = [folder / LOCAL_FILES[dm.dataset][split].format(lang) for lang in languages]
     if not paths:
         return None
-    if dm.dataset == "parallel":
-        return Bound(None, Layout("parallel", "pairs", {}, {}), paths)
+    if dm.dataset not in _SEQ2SEQ:  # parallel, iwslt17: files with no release figures here (overlap still checked)
+        return Bound(None, Layout(dm.dataset, "pairs", {}, {}), paths)
     name, group = _SEQ2SEQ[dm.dataset]
     return Bound(name, layout(name, group), paths)
 

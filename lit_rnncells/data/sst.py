@@ -132,15 +132,14 @@ def read_local(folder: Path) -> Dict[str, List[List[Phrase]]]:
 
 
 def read_hub(hub_id: str) -> Dict[str, List[Tuple[int, str]]]:
-    """(label 0/1, sentence) of the hub's train and validation splits (GLUE SST-2 schema)."""
-    from datasets import load_dataset
+    """(label 0/1, sentence) of the hub's train and validation splits (GLUE SST-2 schema), read from its
+    Parquet export (:mod:`lit_rnncells.data.hub`), row counts checked."""
+    from . import hub
 
-    ds = load_dataset(hub_id)
+    ds = hub.load_splits(hub_id, ("train", "validation"), "to use a local copy set data.init_args.data_dir (or "
+                         f"LIT_RNNCELLS_DATA, which holds sst/) to the folder with {', '.join(sorted(FILES.values()))}")
     out = {}
     for split in ("train", "validation"):
-        if split not in ds:
-            raise ValueError(f"Hub dataset {hub_id!r} has no {split!r} split; use one in the SST-2 schema "
-                             "(sentence, label; train and validation).")
         out[split] = [(int(r["label"]), r["sentence"]) for r in ds[split]]
     return out
 

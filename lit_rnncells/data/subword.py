@@ -146,14 +146,31 @@ def canonical_ids(tok: Tokenizer) -> Tokenizer:
     return Tokenizer.from_str(json.dumps(state))
 
 
+def tokenizer_difference(saved: SubwordTokenizer, current: SubwordTokenizer) -> str:
+    """What differs between two tokenizers, in words (their ``repr`` may read the same)."""
+    if saved.pretokenized != current.pretokenized:
+        kind = {True: "whitespace BPE (pretokenized)", False: "byte-level BPE"}
+        return f"the checkpoint's is {kind[saved.pretokenized]}, this data's {kind[current.pretokenized]}"
+    if len(saved) != len(current):
+        return f"the checkpoint's has {len(saved)} symbols, this data's {len(current)}"
+    if saved.language != current.language:
+        return f"the checkpoint's is for language {saved.language!r}, this data's for {current.language!r}"
+    ours, theirs = saved.tokenizer.get_vocab(), current.tokenizer.get_vocab()
+    only = sorted(set(ours) - set(theirs))
+    if only:
+        return (f"both have {len(saved)} symbols but {len(only)} of the checkpoint's are not in this data's (e.g. "
+                f"{', '.join(repr(t) for t in only[:3])}): they were fitted on other text")
+    return f"both have the same {len(saved)} symbols but other ids or merges: they were fitted on other text"
+
+
 def check_tokenizer(saved: SubwordTokenizer, current: SubwordTokenizer, side: str) -> None:
-    """Raise one clear error if a checkpoint's tokenizer differs from the data's."""
+    """Raise one clear error if a checkpoint's tokenizer differs from the data's, saying what differs."""
     if saved == current:
         return
     from .text import VocabularyMismatchError
 
     raise VocabularyMismatchError(
-        f"The checkpoint's {side} tokenizer ({saved!r}) differs from this data's ({current!r}): train and test with "
-        "the same dataset, vocab_size and joint_vocabulary, or pass checkpoint_path so the data uses the "
-        "checkpoint's tokenizers.")
+        f"The checkpoint's {side} tokenizer differs from this data's: {tokenizer_difference(saved, current)}; train "
+        "and test with the same dataset, subword_vocab_size and joint_vocabulary, or pass checkpoint_path so the "
+        "data uses the checkpoint's tokenizers.")
 

@@ -202,11 +202,13 @@ def local_or_hub(folder: Optional[str], hub_id: Optional[str]) -> Optional[str]:
 
 
 def is_hub_id(data_dir: str) -> bool:
-    """``owner/name`` that is not a local path: nothing of that name exists, and neither does its first part
-    (so a mistyped ``data/ptbb`` next to an existing ``data/`` is a missing local folder, not a hub id)."""
+    """``owner/name`` (or ``owner/name@revision``, a pinned hub revision) that is not a local path: nothing of
+    that name exists, and neither does its first part (so a mistyped ``data/ptbb`` next to an existing
+    ``data/`` is a missing local folder, not a hub id)."""
     path = Path(data_dir).expanduser()
-    return (not path.exists() and data_dir.count("/") == 1 and not data_dir.startswith((".", "/", "~"))
-            and not Path(data_dir.split("/")[0]).exists())
+    repo = data_dir.split("@", 1)[0]
+    return (not path.exists() and repo.count("/") == 1 and not repo.startswith((".", "/", "~"))
+            and not Path(repo.split("/")[0]).exists())
 
 
 # --- cache ---------------------------------------------------------------------------

@@ -5,11 +5,15 @@ Datasets (``dataset``), each from a local folder in its official format or from 
 * ``multi30k`` (Elliott et al. 2016, task 1; the CARU paper's translation task): raw text,
   ``{train,val,test_2016_flickr}.{en,de}``; hub ``bentrevett/multi30k`` (columns ``en``, ``de``).
 * ``iwslt14`` (De-En TED talks, fairseq's ``prepare-iwslt14.sh`` before BPE; MC-RNN Table 2):
-  Moses-tokenised lowercased ``{train,valid,test}.{de,en}``; hub ``IWSLT/iwslt2017`` config
-  ``iwslt2017-de-en`` (column ``translation``; IWSLT 2017 raw text: set ``pretokenized: false``).
+  Moses-tokenised lowercased ``{train,valid,test}.{de,en}``, 160,239 / 7,283 / 6,750 pairs. Local only:
+  no hub repo holds this corpus (a missing copy is one error naming how to build it).
+* ``iwslt17`` (IWSLT 2017 De-En, raw cased text): hub ``IWSLT/iwslt2017`` config ``iwslt2017-de-en``
+  (column ``translation``), 206,112 / 888 / 8,079 pairs, or a local ``{train,valid,test}.{de,en}`` of it.
 * ``gigaword`` (Rush et al. 2015 headline generation, harvardnlp release; MC-RNN Table 3):
   ``{train,test}.{article,title}.txt`` and ``valid.{article,title}.filter.txt``; hub ``Harvard/gigaword``
-  (``document`` → article, ``summary`` → title).
+  (``document`` → article, ``summary`` → title). The unknown word is ``UNK`` on both paths (the release
+  writes ``<unk>`` in train and valid, ``UNK`` in test; the hub's script rewrites train and valid to
+  ``UNK``); ``valid_size`` keeps the first pairs of its 189,651-pair validation split.
 * ``parallel``: your own aligned files, ``{train,valid,test}.{src}`` / ``.{tgt}`` under ``data_dir``
   or explicit ``files: {split: [source_path, target_path]}``.
 
@@ -31,7 +35,6 @@ Policies:
 from __future__ import annotations
 
 import hashlib
-import sys
 from pathlib import Path
 from typing import Any, Dict, List, Literal, Optional, Sequence, Tuple
 
@@ -42,42 +45,63 @@ from torch import Tensor
 from torch.utils.data import DataLoader
 
 from ..cells.base import check_positive
+from . import hub
+from ..paths import read_stdin, read_text_file
 from .batching import BucketedBatches, ResumableBatchesMixin, batch_loader, pad_batch
 from .check import SplitCheckMixin
 from .checkpoint_state import datamodule_state
 from .subword import BOS_ID, EOS_ID, PAD_ID, SubwordTokenizer, check_tokenizer
 from .text import cached, default_cache_dir, file_fingerprint, is_hub_id, local_or_hub
 
-DatasetName = Literal["multi30k", "iwslt14", "gigaword", "parallel"]
+DatasetName = Literal["multi30k", "iwslt14", "iwslt17", "gigaword", "parallel"]
 SPLITS = ("train", "valid", "test")
-LANGUAGES = {"multi30k": ("de", "en"), "iwslt14": ("de", "en"), "gigaword": ("article", "title")}
-DEFAULT_DIRECTION = {"multi30k": ("de", "en"), "iwslt14": ("de", "en"), "gigaword": ("article", "title")}
+DEFAULT_MAX_INPUT_LENGTH = 1024
+"""The longest source (subwords) accepted at validate / test / predict time unless ``max_input_length`` says."""
+LANGUAGES = {"multi30k": ("de", "en"), "iwslt14": ("de", "en"), "iwslt17": ("de", "en"),
+             "gigaword": ("article", "title")}
+DEFAULT_DIRECTION = {"multi30k": ("de", "en"), "iwslt14": ("de", "en"), "iwslt17": ("de", "en"),
+                     "gigaword": ("article", "title")}
 LOCAL_FILES = {
     "multi30k": {"train": "train.{}", "valid": "val.{}", "test": "test_2016_flickr.{}"},
     "iwslt14": {"train": "train.{}", "valid": "valid.{}", "test": "test.{}"},
+    "iwslt17": {"train": "train.{}", "valid": "valid.{}", "test": "test.{}"},
     "gigaword": {"train": "train.{}.txt", "valid": "valid.{}.filter.txt", "test": "test.{}.txt"},
     "parallel": {"train": "train.{}", "valid": "valid.{}", "test": "test.{}"},
 }
-HUB_IDS = {"multi30k": "bentrevett/multi30k", "iwslt14": "IWSLT/iwslt2017", "gigaword": "Harvard/gigaword"}
-HUB_CONFIGS = {"iwslt14": "iwslt2017-de-en"}
+HUB_IDS = {"multi30k": "bentrevett/multi30k", "iwslt17": "IWSLT/iwslt2017", "gigaword": "Harvard/gigaword"}
+LOCAL_ONLY = {"iwslt14"}  # named datasets no hub repo reproduces
 HUB_SPLITS = {"train": "train", "valid": "validation", "test": "test"}
 HUB_COLUMNS = {"gigaword": {"article": "document", "title": "summary"}}
-PRETOKENIZED = {"multi30k": False, "iwslt14": True, "gigaword": True, "parallel": False}
+PRETOKENIZED = {"multi30k": False, "iwslt14": True, "iwslt17": False, "gigaword": True, "parallel": False}
 MOSES_LANGUAGE = {"article": "en", "title": "en"}
-CACHE_VERSION = 1
+GIGAWORD_UNK = "UNK"  # the one unknown-word form: the release's test files and the hub's every split use it
+CACHE_VERSION = 2
+IWSLT14_MISSING = ("iwslt14 is fairseq's IWSLT14 De-En ({{train,valid,test}}.{{de,en}}, Moses-tokenised and "
+                   "lowercased), which no hub repo holds, and {where}; build it with `python -m lit_rnncells.data "
+                   "prepare iwslt14` or fairseq's examples/translation/prepare-iwslt14.sh and set "
+                   "data.init_args.data_dir (or LIT_RNNCELLS_DATA, which holds iwslt14/) to that folder "
+                   "(the hub's IWSLT 2017 is dataset: iwslt17).")
 
 Lines = List[str]
 
 
 def default_data_dir(dataset: str) -> Optional[str]:
     """``$LIT_RNNCELLS_DATA/<dataset>`` when ``LIT_RNNCELLS_DATA`` is set, else the hub id (``None`` for
-    ``parallel``)."""
-    return local_or_hub(dataset if dataset in HUB_IDS else None, HUB_IDS.get(dataset))
+    ``parallel`` and the local-only ``iwslt14``)."""
+    named = dataset in HUB_IDS or dataset in LOCAL_ONLY
+    return local_or_hub(dataset if named else None, HUB_IDS.get(dataset))
+
+
+def canonical_unk(dataset: str, lines: Lines) -> Lines:
+    """Gigaword's unknown word in its one form, ``UNK`` (the release's ``<unk>`` rewritten, as the hub does)."""
+    if dataset != "gigaword":
+        return lines
+    return [line.replace("<unk>", GIGAWORD_UNK) for line in lines]
 
 
 def read_lines(path: Path) -> Lines:
     """The lines of a UTF-8 text file (a final newline does not make an extra empty line)."""
-    text = path.read_text(encoding="utf-8")
+    text = read_text_file(path, "The file")
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
@@ -98,16 +122,21 @@ def check_no_empty(lines: Lines, name: str) -> None:
                              "every line (remove the line, or its pair in both files).")
 
 
+def hub_alternative(dataset: str) -> str:
+    """The end of a hub error: where a local copy goes instead."""
+    names = sorted(p.format(lang) for p in LOCAL_FILES[dataset].values() for lang in LANGUAGES[dataset])
+    return (f"to use a local copy set data.init_args.data_dir (or LIT_RNNCELLS_DATA, which holds {dataset}/) to "
+            f"the folder with {', '.join(names)}")
+
+
 def read_hub_split(dataset: str, hub_id: str, split: str, source_language: str, target_language: str,
                    loaded: Dict[str, Any]) -> Tuple[Lines, Lines]:
-    """One split's source and target lines from the hub, in the shape the local reader returns."""
+    """One split's source and target lines from the hub's Parquet export (:mod:`lit_rnncells.data.hub`), in
+    the shape the local reader returns."""
     if "ds" not in loaded:
-        from datasets import load_dataset
-
-        config = HUB_CONFIGS.get(dataset) if hub_id == HUB_IDS.get(dataset) else None
-        loaded["ds"] = load_dataset(hub_id, config) if config else load_dataset(hub_id)
+        loaded["ds"] = hub.load_splits(hub_id, tuple(HUB_SPLITS.values()), hub_alternative(dataset))
     part = loaded["ds"][HUB_SPLITS[split]]
-    if dataset == "iwslt14":
+    if "translation" in part.column_names:  # IWSLT: {"de": ..., "en": ...} per row
         pairs = part["translation"]
         return [p[source_language] for p in pairs], [p[target_language] for p in pairs]
     columns = HUB_COLUMNS.get(dataset, {})
@@ -119,9 +148,10 @@ class TranslationDataModule(SplitCheckMixin, ResumableBatchesMixin, LightningDat
     """A parallel corpus as length-bucketed subword batches, from a local folder or the hub.
 
     Args:
-        dataset: ``multi30k``, ``iwslt14``, ``gigaword`` or ``parallel`` (your own files).
-        data_dir: local folder in the official format, or a hub id. Default: ``$LIT_RNNCELLS_DATA/<dataset>``
-            when that folder exists, else the hub id.
+        dataset: ``multi30k``, ``iwslt14`` (local only), ``iwslt17``, ``gigaword`` or ``parallel`` (your own files).
+        data_dir: local folder in the official format, or a hub id (``owner/name``, or ``owner/name@commit`` to
+            pin the Parquet export's revision). Default: ``$LIT_RNNCELLS_DATA/<dataset>`` when
+            ``LIT_RNNCELLS_DATA`` is set, else the hub id.
         files: for ``parallel``, explicit ``{split: [source_path, target_path]}`` (instead of ``data_dir``).
         source_language, target_language: direction (Multi30k/IWSLT14: ``de``/``en`` either way; Gigaword:
             ``article`` → ``title``; ``parallel``: the file suffixes, required).
@@ -134,8 +164,11 @@ class TranslationDataModule(SplitCheckMixin, ResumableBatchesMixin, LightningDat
         batch_size, eval_batch_size: pairs per batch; max_tokens: also at most this many padded source
             (or target) tokens per training batch.
         max_source_length, max_target_length: training pairs longer than these (subwords) are dropped.
-        max_input_length: the longest source (subwords) accepted at validate / test / predict time.
+        max_input_length: the longest source (subwords) accepted at validate / test / predict time (default
+            1024: a longer line is an error naming it, not minutes of decoding); None: any length.
         limit: use only the first ``limit`` pairs of every split (quick runs).
+        valid_size: use only the first ``valid_size`` validation pairs (Gigaword's hub validation split has
+            189,651; the harvardnlp release's filtered valid file as many); ``None`` keeps them all.
         predict_file: lines to translate / summarise in ``predict``; ``-`` reads standard input.
         checkpoint_path: take the tokenizers from this checkpoint (the CLI fills it from ``--ckpt_path``
             in test / predict), so predict needs no training files.
@@ -151,7 +184,8 @@ class TranslationDataModule(SplitCheckMixin, ResumableBatchesMixin, LightningDat
                  pretokenized: Optional[bool] = None, min_frequency: int = 2, batch_size: int = 64,
                  eval_batch_size: int = 64, max_tokens: Optional[int] = None,
                  max_source_length: Optional[int] = None, max_target_length: Optional[int] = None,
-                 max_input_length: Optional[int] = None, limit: Optional[int] = None,
+                 max_input_length: Optional[int] = DEFAULT_MAX_INPUT_LENGTH, limit: Optional[int] = None,
+                 valid_size: Optional[int] = None,
                  predict_file: Optional[str] = None, checkpoint_path: Optional[str] = None,
                  cache_dir: Optional[str] = None, seed: int = 0, chunk_batches: int = 50, num_workers: int = 0
                  ) -> None:
@@ -162,13 +196,13 @@ class TranslationDataModule(SplitCheckMixin, ResumableBatchesMixin, LightningDat
                        eval_batch_size=eval_batch_size, min_frequency=min_frequency, chunk_batches=chunk_batches)
         for name, value in (("max_tokens", max_tokens), ("max_source_length", max_source_length),
                             ("max_target_length", max_target_length), ("max_input_length", max_input_length),
-                            ("limit", limit)):
+                            ("limit", limit), ("valid_size", valid_size)):
             if value is not None:
                 check_positive(**{name: value})
         if num_workers not in (0, 1):
             raise ValueError(f"num_workers must be 0 or 1 (the bucketed batches are not split between loader "
                              f"workers, more would repeat them), got {num_workers}.")
-        self.save_hyperparameters()
+        self.save_hyperparameters(logger=False)  # the task logs them as data/...
         self.dataset = dataset
         self.source_language, self.target_language = self._direction(dataset, source_language, target_language)
         self.files = {s: list(p) for s, p in (files or {}).items()}
@@ -177,6 +211,11 @@ class TranslationDataModule(SplitCheckMixin, ResumableBatchesMixin, LightningDat
                 raise ValueError(f"files must map splits {list(SPLITS)} to [source_path, target_path], got "
                                  f"{split!r}: {pair!r}.")
         self.data_dir = data_dir if data_dir is not None else default_data_dir(dataset)
+        if dataset in LOCAL_ONLY and checkpoint_path is None and not self.files and (
+                self.data_dir is None or is_hub_id(self.data_dir)):
+            where = ("no data_dir is set" if self.data_dir is None else
+                     f"data_dir {self.data_dir!r} is not a local folder")
+            raise FileNotFoundError(IWSLT14_MISSING.format(where=where))
         if self.data_dir is None and not self.files and checkpoint_path is None:
             raise ValueError("dataset 'parallel' needs data_dir (a folder with {train,valid,test}.<language> "
                              "files) or files: {split: [source_path, target_path]}.")
@@ -185,7 +224,7 @@ class TranslationDataModule(SplitCheckMixin, ResumableBatchesMixin, LightningDat
             subword_vocab_size, joint_vocabulary, min_frequency)
         self.batch_size, self.eval_batch_size, self.max_tokens = batch_size, eval_batch_size, max_tokens
         self.max_source_length, self.max_target_length = max_source_length, max_target_length
-        self.max_input_length, self.limit = max_input_length, limit
+        self.max_input_length, self.limit, self.valid_size = max_input_length, limit, valid_size
         self.predict_file, self.checkpoint_path = predict_file, checkpoint_path
         self.seed, self.chunk_batches, self.num_workers = seed, chunk_batches, num_workers
         self.cache = default_cache_dir() if cache_dir is None else (Path(cache_dir) if cache_dir else None)
@@ -240,12 +279,16 @@ class TranslationDataModule(SplitCheckMixin, ResumableBatchesMixin, LightningDat
             if self.data_dir is None:
                 raise ValueError(f"No {split} files: set data_dir or files for dataset {self.dataset!r}.")
             folder = Path(self.data_dir).expanduser()
+            if not folder.is_dir() and self.dataset in LOCAL_ONLY:
+                raise FileNotFoundError(IWSLT14_MISSING.format(where=f"{str(folder)!r} does not exist"))
             if not folder.is_dir():
                 raise FileNotFoundError(f"Corpus folder {str(folder)!r} does not exist; set data.init_args.data_dir "
                                         f"to the folder holding the {self.dataset} files, or a hub id.")
             pattern = LOCAL_FILES[self.dataset][split]
             paths = [folder / pattern.format(lang) for lang in (self.source_language, self.target_language)]
         for path in paths:
+            if not path.is_file() and self.dataset in LOCAL_ONLY and split not in self.files:
+                raise FileNotFoundError(IWSLT14_MISSING.format(where=f"{str(path)!r} is missing"))
             if not path.is_file():
                 raise FileNotFoundError(f"Missing corpus file {str(path)!r} for the {split} split of {self.dataset}; "
                                         "check data_dir / files and source_language / target_language.")
@@ -259,13 +302,16 @@ class TranslationDataModule(SplitCheckMixin, ResumableBatchesMixin, LightningDat
         key, load = self._split_source(split)
         source, target, source_name, target_name = load()
         check_parallel(source, target, source_name, target_name)
+        source, target = canonical_unk(self.dataset, source), canonical_unk(self.dataset, target)
+        if split == "valid" and self.valid_size is not None:
+            source, target = source[:self.valid_size], target[:self.valid_size]
         if self.limit is not None:
             source, target = source[:self.limit], target[:self.limit]
         return key, source, target, source_name, target_name
 
     def _options(self) -> Dict[str, Any]:
         return {"dataset": self.dataset, "direction": [self.source_language, self.target_language],
-                "limit": self.limit, "version": CACHE_VERSION}
+                "limit": self.limit, "valid_size": self.valid_size, "version": CACHE_VERSION}
 
     def _fit_tokenizers(self) -> Tuple[SubwordTokenizer, SubwordTokenizer]:
         """BPE on the training lines only (pairs with an empty side excluded), cached."""
@@ -347,7 +393,8 @@ class TranslationDataModule(SplitCheckMixin, ResumableBatchesMixin, LightningDat
         for ids, line in zip(sources, lines):
             if len(ids) > self.max_input_length:
                 raise ValueError(f"Line {line} of {name} has {len(ids)} source subwords, more than max_input_length="
-                                 f"{self.max_input_length}; shorten or split that line, or raise max_input_length.")
+                                 f"{self.max_input_length}; shorten or split that line, or raise max_input_length "
+                                 "(--data.init_args.max_input_length).")
 
     def predict_lines(self) -> Lines:
         """The predict input's lines (standard input is read once and kept); empty lines are an error."""
@@ -356,7 +403,7 @@ class TranslationDataModule(SplitCheckMixin, ResumableBatchesMixin, LightningDat
         name = "standard input" if self.predict_file == "-" else str(Path(self.predict_file).expanduser())
         if self._predict_cache is None or self._predict_cache[0] != self.predict_file:
             if self.predict_file == "-":
-                lines = sys.stdin.read().split("\n")
+                lines = read_stdin("predict_file").split("\n")
                 if lines and lines[-1] == "":
                     lines.pop()
                 lines = [line.rstrip("\r") for line in lines]
@@ -450,6 +497,15 @@ class TranslationDataModule(SplitCheckMixin, ResumableBatchesMixin, LightningDat
                 "target_tokenizer": self.target_tokenizer.to_json()}
 
     def load_state_dict(self, state: Dict[str, Any]) -> None:
+        saved = [SubwordTokenizer.from_json(state[f"{side}_tokenizer"]) for side in ("source", "target")]
+        saved_joint = saved[0].tokenizer.to_str() == saved[1].tokenizer.to_str()
+        current_joint = self.source_tokenizer.tokenizer.to_str() == self.target_tokenizer.tokenizer.to_str()
+        if saved_joint != current_joint:
+            from .text import VocabularyMismatchError
+            raise VocabularyMismatchError(
+                f"The checkpoint was trained with joint_vocabulary={saved_joint}, this data has "
+                f"joint_vocabulary={current_joint} (one tokenizer for both sides or one per side); set "
+                f"--data.init_args.joint_vocabulary {str(saved_joint).lower()} as it was trained.")
         check_tokenizer(SubwordTokenizer.from_json(state["source_tokenizer"]), self.source_tokenizer, "source")
         check_tokenizer(SubwordTokenizer.from_json(state["target_tokenizer"]), self.target_tokenizer, "target")
         super().load_state_dict(state)

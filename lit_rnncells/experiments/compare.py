@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import difflib
 import json
 import os
 import re
@@ -32,7 +33,8 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 import yaml
 
 from .. import run_folder
-from ..cells.registry import get_cell
+from ..cells.registry import cell_options, get_cell
+from ..paths import check_output_folder
 from .report import (CURVES_FILE, RESULT_FILE, curve_groups, log_to_wandb, plot_curves, row_of,
                              summary_markdown, write_csv)
 from .param_match import Match, ParamCounter, cell_name
@@ -100,16 +102,22 @@ def check_cell(spec: str) -> Any:
     found = re.fullmatch(r"([\w.]+)\((.*)\)", text)
     name = found.group(1) if found else text
     try:
-        get_cell(name)
+        cls = get_cell(name)
     except ValueError as error:
         raise CompareError(f"--cells: {error}") from None
     if not found:
         return name
     init_args: Dict[str, Any] = {}
+    accepted = cell_options(cls)
     for item in filter(None, (p.strip() for p in found.group(2).split(","))):
         key, sep, value = item.partition("=")
         if not sep:
             raise CompareError(f"--cells {text!r}: options are key=value, e.g. MultiChannel(cell=GRU,block_size=3).")
+        if key.strip() not in accepted:
+            close = difflib.get_close_matches(key.strip(), accepted, n=1)
+            hint = f" Did you mean '{close[0]}'?" if close else ""
+            raise CompareError(f"--cells {text!r}: {cls.__name__} has no option '{key.strip()}'.{hint} "
+                               f"{cls.__name__} accepts: {', '.join(accepted)}.")
         init_args[key.strip()] = yaml.safe_load(value)
     return {"class_path": name, "init_args": init_args}
 
@@ -434,6 +442,10 @@ def compare(config: str, cells: Sequence[Union[str, Dict[str, Any]]], seeds: Uni
     if not Path(config).is_file():
         raise CompareError(f"The config {config!r} does not exist; pass the path of a task config, e.g. "
                            "configs/logic/gru.yaml.")
+    try:
+        check_output_folder(out, "--out")
+    except OSError as error:
+        raise CompareError(str(error)) from None
     if not cells:
         raise CompareError("--cells is empty; name at least one cell, e.g. --cells GRU MuFuRU.")
     cells = [check_cell(c) if isinstance(c, str) else c for c in cells]
@@ -446,6 +458,11 @@ def compare(config: str, cells: Sequence[Union[str, Dict[str, Any]]], seeds: Uni
     if match_params is not None and not re.fullmatch(r"\s*([^@\s]+@\d+|\d+(\.\d+)?([eE]\d+)?)\s*", str(match_params)):
         raise CompareError(f"--match-params {match_params!r} is neither a number nor CELL@HIDDEN with an integer "
                            "hidden size; use e.g. 120000 or GRU@256.")
+    if match_params is not None and "@" in str(match_params):
+        try:
+            check_cell(str(match_params).strip().rpartition("@")[0])
+        except CompareError as error:
+            raise CompareError(str(error).replace("--cells", f"--match-params {match_params!r}", 1)) from None
     seed_list = list(range(1, seeds + 1)) if isinstance(seeds, int) else list(seeds)
     if not seed_list or (isinstance(seeds, int) and seeds < 1):
         raise CompareError("--seeds must be 1 or more.")
@@ -487,8 +504,9 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    ap = OneLineParser(prog="python -m lit_rnncells.compare", description=__doc__.split("\n\n")[0],
-                                 epilog="Arguments after -- go to the CLI of every run unchanged. See docs/compare.md.")
+    ap = OneLineParser(allow_abbrev=False, prog="python -m lit_rnncells.compare",
+                       description=__doc__.split("\n\n")[0],
+                       epilog="Arguments after -- go to the CLI of every run unchanged. See docs/compare.md.")
     ap.add_argument("--config", required=True, help="the task config every run starts from")
     ap.add_argument("--cells", nargs="+", required=True,
                     help="registered cell names, or Name(key=value,...) for cells that need options")

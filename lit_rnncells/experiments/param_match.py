@@ -98,11 +98,13 @@ class ParamCounter:
                  model: Optional[torch.nn.Module] = None) -> None:
         if model is None:
             from ..cli import main
+            from ..quiet import no_lightning_info
 
             cli_args = (["--config", config] if config else []) + list(args)
             argv, sys.argv = sys.argv, sys.argv[:1]  # LightningCLI warns when the process has arguments of its own
             try:
-                model = main(cli_args, run=False, parser_kwargs={"exit_on_error": False}).model
+                with no_lightning_info():  # a library call: no Trainer banners
+                    model = main(cli_args, run=False, parser_kwargs={"exit_on_error": False}).model
             finally:
                 sys.argv = argv
         self.model = model

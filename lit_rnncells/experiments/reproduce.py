@@ -3,9 +3,10 @@
 Each paper's experiments are comparisons (:func:`lit_rnncells.experiments.compare.compare`) at a stated budget; the
 command runs them, or reads them when the runs have finished (the runner skips finished runs, so a rerun
 only writes the report), and writes a markdown page with the paper's figure beside ours, the settings
-and the budget, and whether the paper's ordering of the cells shows.
+and the budget, and whether the paper's ordering of the cells shows. Reading (``--read-only``) never replaces
+the results an existing report holds with "Not run yet": an experiment without finished runs keeps its section.
 
-    python -m lit_rnncells.reproduce mzu --out runs/reproduce --report docs/reproduction/mzu.md
+    python -m lit_rnncells.reproduce mzu --out runs/reproduce --report runs/reproduce/mzu.md
     python -m lit_rnncells.reproduce mufuru --experiments logic_fig1a --read-only
 """
 from __future__ import annotations
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from ..paths import check_output_file, check_output_folder
 from .compare import CompareError, compare
 from .report import RESULT_FILE, curve_groups, plot_curves, row_of
 
@@ -315,6 +317,11 @@ def reproduce(paper: str, out: Path, report: Optional[Path], experiments: Option
                            match_params=exp.match_params, hidden_size=exp.hidden_size, vary=list(exp.vary),
                            extra=list(exp.extra), test_every_epoch=exp.test_every_epoch, no_wandb=True,
                            log=log or sys.stderr)
+        if not rows and kept and NOT_RUN not in kept:  # every run failed: keep what the report had
+            parts.append(kept)
+            print(f"reproduce: no run of {exp.name} finished; kept the results already in {report}.",
+                  file=log or sys.stderr)
+            continue
         figures = []
         if report is not None:
             for png in ("curves_steps.png",):
@@ -334,13 +341,20 @@ def reproduce(paper: str, out: Path, report: Optional[Path], experiments: Option
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m lit_rnncells.reproduce", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, prog="python -m lit_rnncells.reproduce", description=__doc__.split("\n\n")[0])
     ap.add_argument("paper", choices=sorted(PAPERS))
     ap.add_argument("--out", default="runs/reproduce", help="folder of the runs (one subfolder per experiment)")
     ap.add_argument("--report", help="write the markdown here (default: print it)")
     ap.add_argument("--experiments", nargs="+", help="only these experiments of the paper")
     ap.add_argument("--read-only", action="store_true", help="report the runs that finished; run nothing new")
     args = ap.parse_args(argv)
+    try:
+        check_output_folder(args.out, "--out")
+        if args.report:
+            check_output_file(args.report, "--report")
+    except OSError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     try:
         text = reproduce(args.paper, Path(args.out), Path(args.report) if args.report else None, args.experiments,
                          args.read_only)

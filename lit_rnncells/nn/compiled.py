@@ -39,6 +39,11 @@ def _fresh_copy(fn: Callable, name: str) -> Callable:
     return types.FunctionType(code, fn.__globals__, name, fn.__defaults__, fn.__closure__)
 
 
+def use_compiled(cell: RecurrentCell, device: torch.device) -> bool:
+    """Whether the compiled step runs ``cell`` on ``device``: always on a GPU, on CPU as the cell's class says."""
+    return device.type != "cpu" or type(cell).compile_on_cpu
+
+
 def compiled_step(cell: RecurrentCell) -> StepFn:
     """The compiled loop body for ``cell``'s class (built on first use, shared by all its instances)."""
     cls = type(cell)

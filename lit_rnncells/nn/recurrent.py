@@ -12,7 +12,7 @@ from torch.nn import functional as F
 
 from ..cells.base import CellFactory, RecurrentCell, State, check_positive, check_probability
 from ..cells.registry import get_cell
-from .compiled import compiled_step, report_compile_time, timed_first_call
+from .compiled import compiled_step, report_compile_time, timed_first_call, use_compiled
 
 
 def map_state(fn, *states: State) -> State:
@@ -102,7 +102,8 @@ def run_cell(cell: RecurrentCell, x: Tensor, state: State, mask: Optional[Tensor
         if fused is not None:
             return fused[0], map_state(_as_dtype_of, fused[1], state) if keep_precision else fused[1], None
     step = _step
-    if compiled and x.shape[0] > 0:
+    compiled = compiled and x.shape[0] > 0 and use_compiled(cell, x.device)
+    if compiled:
         step = compiled_step(cell)
         if mask is None:  # one graph for padded and unpadded batches: an all-true mask is free once fused
             mask = torch.ones(x.shape[:2], dtype=torch.bool, device=x.device)

@@ -8,10 +8,12 @@ from typing import Any, Dict, Optional, Union
 import torch
 from lightning.pytorch import LightningModule
 from lightning.pytorch.cli import LRSchedulerCallable, OptimizerCallable
+from lightning.pytorch.trainer.states import TrainerFn
 from torch import Tensor
 
 from ..cells.base import CellFactory
 from ..cells.registry import get_cell
+from ..loggers import log_grouped_hyperparameters
 from ..nn.recurrent import Recurrent
 
 CellSpec = Union[CellFactory, str]
@@ -102,6 +104,26 @@ class RecurrentTask(LightningModule):
         scheduler = self.lr_scheduler_factory(optimizer)
         return {"optimizer": optimizer,
                 "lr_scheduler": {"scheduler": scheduler, "monitor": self.scheduler_monitor}}
+
+    # Hyperparameters: every task saves its own with ``save_hyperparameters(..., logger=False)`` and every
+    # DataModule likewise; they are logged here, grouped as model/... and data/... (see loggers.py), at the
+    # start of each run, where Lightning would log them merged. Subclasses overriding these hooks call super().
+    def _log_hyperparameters(self) -> None:
+        if self._trainer is not None:
+            log_grouped_hyperparameters(self.trainer, self)
+
+    def on_fit_start(self) -> None:
+        self._log_hyperparameters()
+
+    def on_validation_start(self) -> None:
+        if self._trainer is not None and self.trainer.state.fn == TrainerFn.VALIDATING:  # not fit's validations
+            self._log_hyperparameters()
+
+    def on_test_start(self) -> None:
+        self._log_hyperparameters()
+
+    def on_predict_start(self) -> None:
+        self._log_hyperparameters()
 
     def on_save_checkpoint(self, checkpoint: dict) -> None:
         """Record which task wrote the checkpoint, so the command line can tell a checkpoint of another task

@@ -91,7 +91,7 @@ class SequenceClassifier(RecurrentTask):
         if not isinstance(aux_loss_weight, (int, float)) or aux_loss_weight < 0:
             raise ValueError(f"aux_loss_weight must be 0 or more, got {aux_loss_weight!r}.")
         # Plain data only (the cell as a config), so checkpoints load with torch.load(weights_only=True).
-        self.save_hyperparameters(ignore=["optimizer", "lr_scheduler"])
+        self.save_hyperparameters(ignore=["optimizer", "lr_scheduler"], logger=False)  # logged as model/...
         self.hparams["cell"] = cell_config(cell)
         self.embedding = nn.Embedding(vocab_size, embedding_size, padding_idx=pad_id)
         self.embedding.weight.requires_grad_(not freeze_embeddings)

@@ -69,7 +69,7 @@ class LanguageModel(RecurrentTask):
                 raise ValueError(f"{name} must be 0 or more, got {value}; use 0 to turn it off.")
         # Plain data only, so checkpoints load with torch.load(weights_only=True); the optimiser is rebuilt
         # from the config (or defaults to Adam) and its state comes from the checkpoint.
-        self.save_hyperparameters(ignore=["optimizer", "lr_scheduler"])
+        self.save_hyperparameters(ignore=["optimizer", "lr_scheduler"], logger=False)  # logged as model/...
         self.hparams["cell"] = cell_config(cell)
         self.embedding = nn.Embedding(vocab_size, embedding_size)
         last = embedding_size if tie_weights and deep_output_size == 0 else hidden_size
@@ -338,12 +338,12 @@ class LanguageModel(RecurrentTask):
         self.train(was_training)
         return self.vocab.detokenize(tokens + self.vocab.decode(out))
 
-    def predict_step(self, batch: Dict[str, Any], batch_idx: int) -> str:
+    def predict_step(self, batch: Dict[str, Any], batch_idx: int) -> List[Dict[str, Any]]:
+        """One record per prompt: ``{"index", "text"}``, the prompt and its sample on one line (a sentence end
+        the vocabulary renders as a line break is written ``<eos>``)."""
         text = self.generate(batch["prompt"], int(batch["length"]), float(batch["temperature"]))
-        if self.global_rank == 0:
-            print(f"--- sample {batch_idx} (prompt {batch['prompt']!r}, temperature {batch['temperature']}) ---\n"
-                  f"{text}", flush=True)
-        return text
+        one_line = " <eos> ".join(part.strip() for part in text.split("\n")) if "\n" in text else text
+        return [{"index": int(batch.get("index", batch_idx)), "text": one_line, "sample": text}]
 
 
 def _batch_size(state: LayerStates) -> int:

@@ -1,7 +1,7 @@
 """Propositional-logic evaluation (Weissenborn & Rocktäschel, arXiv:1606.03002, §4.1): read a formula, predict its truth value."""
 from __future__ import annotations
 
-from typing import Dict, Optional
+from typing import Any, Dict, List, Optional
 
 import torch
 from lightning.pytorch.cli import LRSchedulerCallable, OptimizerCallable
@@ -36,7 +36,7 @@ class LogicEvaluator(RecurrentTask):
         super().__init__(cell, optimizer, lr_scheduler, compile=compile)
         check_positive(vocab_size=vocab_size, num_classes=num_classes, embedding_size=embedding_size,
                        hidden_size=hidden_size, num_layers=num_layers)
-        self.save_hyperparameters(ignore=["optimizer", "lr_scheduler"])  # checkpoints load with weights_only
+        self.save_hyperparameters(ignore=["optimizer", "lr_scheduler"], logger=False)  # weights_only
         self.hparams["cell"] = cell_config(cell)
         self.embedding = nn.Embedding(vocab_size, embedding_size, padding_idx=pad_id)
         self.rnn = self.make_recurrent(embedding_size, hidden_size, num_layers=num_layers)
@@ -71,6 +71,9 @@ class LogicEvaluator(RecurrentTask):
     def test_step(self, batch: Dict[str, Tensor], batch_idx: int) -> None:
         self._shared_step(batch, "test")
 
-    def predict_step(self, batch: Dict[str, Tensor], batch_idx: int) -> Tensor:
+    def predict_step(self, batch: Dict[str, Tensor], batch_idx: int) -> List[Dict[str, Any]]:
+        """One record per formula: ``{"index", "text"}`` with the predicted truth value (``0`` or ``1``)."""
         logits, _ = self(batch["tokens"], batch["lengths"])
-        return logits.argmax(-1)
+        predicted = logits.argmax(-1).tolist()
+        indices = batch["index"].tolist() if "index" in batch else range(len(predicted))
+        return [{"index": int(i), "text": str(p), "label": int(p)} for i, p in zip(indices, predicted)]

@@ -41,7 +41,7 @@ from torch.nn import functional as F
 from ..cells.base import RecurrentCell, State, check_positive, check_probability
 from ..nn.attention import ATTENTION_KINDS, Attention
 from ..nn.beam_search import Hypothesis, SearchConfig, search, select_batch
-from ..nn.compiled import compiled_step
+from ..nn.compiled import compiled_step, use_compiled
 from ..nn.recurrent import Recurrent, map_state
 from .base import CellSpec, RecurrentTask, cell_config, resolve_cell
 
@@ -161,7 +161,7 @@ class Seq2Seq(RecurrentTask):
         if tie_embeddings and output_size != embedding_size:
             raise ValueError(f"tie_embeddings needs output_size ({output_size}) to equal embedding_size "
                              f"({embedding_size}); set output_size to {embedding_size}.")
-        self.save_hyperparameters(ignore=["optimizer", "lr_scheduler", *DECODING_OPTIONS])
+        self.save_hyperparameters(ignore=["optimizer", "lr_scheduler", *DECODING_OPTIONS], logger=False)
         self.hparams["cell"] = cell_config(cell)
         self.hparams["encoder_cell"] = None if encoder_cell is None else cell_config(encoder_cell)
         self.hparams["decoder_cell"] = None if decoder_cell is None else cell_config(decoder_cell)
@@ -322,9 +322,10 @@ class Seq2Seq(RecurrentTask):
         ``embedded_out`` = W_e E y + b (B, A). Returns the attentional vector (B, A), the new state, the
         attention weights (B, S) and the step's per-example auxiliary loss (or None).
 
-        With ``compile`` the cells step through ``Recurrent``'s compiled loop body: ``real_t`` (B,) marks
-        the real target rows (padded rows keep their state, which no real position reads under teacher
-        forcing) and the auxiliary loss comes back already summed over them."""
+        With ``compile`` the cells step through ``Recurrent``'s compiled loop body (where it compiles them,
+        see ``use_compiled``); ``real_t`` (B,) marks the real target rows (the compiled step keeps the state
+        of padded rows, which no real position reads under teacher forcing), and with it the auxiliary
+        loss comes back summed over them."""
         layers, feed = state
         if self.query_before:  # Bahdanau: attend with s_{t−1}; c_t joins this step's input
             context, weights = self.attention(self.decoder_cells[-1].output(layers[-1]), enc.proj_keys, enc.memory,
@@ -336,12 +337,14 @@ class Seq2Seq(RecurrentTask):
             if i > 0:
                 x = self.drop(x)
             xp = c.project_input(x)
-            if self.compile_recurrence:  # the layer's compiled loop body: aux comes back summed over real rows
+            if self.compile_recurrence and use_compiled(c, xp.device):  # the layer's loop body, aux summed
                 st, a = compiled_step(c)(c, xp, layers[i], real_t, want_aux and c.has_aux_loss, False)
                 if a is not None:
                     aux = a if aux is None else aux + a
             elif want_aux and c.has_aux_loss:
                 st, a = c.step_with_aux(xp, layers[i])
+                if a is not None and real_t is not None:  # summed over real rows, as the compiled step does
+                    a = (a * real_t.to(a.dtype)).sum()
                 if a is not None:
                     aux = a if aux is None else aux + a
             else:

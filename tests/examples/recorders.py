@@ -45,3 +45,17 @@ class SaveWeightsAtEnd(Callback):
             import torch
 
             torch.save({k: v.detach().cpu() for k, v in pl_module.state_dict().items()}, self.path)
+
+
+class SigtermInPredict(Callback):
+    """Sends this process a real SIGTERM after predict batch ``batch`` (Lightning's handler sets the flag)."""
+
+    def __init__(self, batch: int = 0) -> None:
+        self.batch = batch
+
+    def on_predict_batch_end(self, trainer: Trainer, pl_module: LightningModule, outputs: Any, batch: Any,
+                             batch_idx: int, dataloader_idx: int = 0) -> None:
+        if batch_idx == self.batch:
+            import os
+            import signal
+            os.kill(os.getpid(), signal.SIGTERM)

@@ -1,0 +1,61 @@
+"""Checking the paths a command will write to before any work starts, and reading users' text files, so a
+mistake is one sentence naming the path (not a traceback from deep inside a write at the end of a run)."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional, Union
+
+PathLike = Union[str, Path]
+
+
+def _file_ancestor(path: Path) -> Optional[Path]:
+    """The first existing ancestor of ``path`` that is not a folder (so nothing can be written under it)."""
+    for parent in reversed(path.parents):
+        if parent.exists() and not parent.is_dir():
+            return parent
+    return None
+
+
+def check_output_file(path: PathLike, option: str) -> Path:
+    """``path`` as a file to write: its folders may not exist yet, but none of them may be a file, and the
+    path itself may not be a folder. Raises one sentence naming ``option``."""
+    target = Path(path).expanduser()
+    blocking = _file_ancestor(target)
+    if blocking is not None:
+        raise NotADirectoryError(f"{option} {str(path)!r} is under {str(blocking)!r}, which is a file, not a folder; "
+                                 f"choose a {option} path inside a folder.")
+    if target.is_dir():
+        raise IsADirectoryError(f"{option} {str(path)!r} is a folder; give a file name inside it, e.g. "
+                                f"{str(target / 'output.txt')!r}.")
+    return target
+
+
+def check_output_folder(path: PathLike, option: str) -> Path:
+    """``path`` as a folder to write into (it may not exist yet): neither it nor any folder above it may be a file."""
+    target = Path(path).expanduser()
+    if target.exists() and not target.is_dir():
+        raise NotADirectoryError(f"{option} {str(path)!r} is a file, not a folder; choose another {option}.")
+    blocking = _file_ancestor(target)
+    if blocking is not None:
+        raise NotADirectoryError(f"{option} {str(path)!r} is under {str(blocking)!r}, which is a file, not a folder; "
+                                 f"choose another {option}.")
+    return target
+
+
+def read_text_file(path: PathLike, what: str) -> str:
+    """The text of a UTF-8 file; a binary or otherwise non-UTF-8 file is one sentence naming it."""
+    try:
+        return Path(path).expanduser().read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise ValueError(f"{what} {str(path)!r} is not UTF-8 text (byte {error.start}: {error.reason}); give a UTF-8 "
+                         "text file with one input per line.") from None
+
+
+def read_stdin(what: str) -> str:
+    """Standard input as text; input that is not UTF-8 is one sentence."""
+    import sys
+    try:
+        return sys.stdin.read()
+    except UnicodeDecodeError as error:
+        raise ValueError(f"{what} (standard input) is not UTF-8 text (byte {error.start}: {error.reason}); pipe in "
+                         "UTF-8 text with one input per line.") from None

@@ -1,0 +1,134 @@
+"""End to end: training steps per second with ``--model.init_args.compile true`` ÷ without, same run.
+
+Each job is a real ``fit`` through the command line (data, model, optimiser) on a shipped config,
+at reduced sizes unless ``--full``, for ``--steps`` training batches without validation. The eager
+and compiled fits alternate for ``--rounds`` rounds over the same batches (same seed), so their
+tokens/s ratio is the inverse ratio of their median step times after ``--warmup`` steps. The compile
+time (the compiled fit's first steps beyond its steady step time, counted once per process: later
+rounds reuse the compiled graphs) is printed apart. Needs ``$LIT_RNNCELLS_DATA``.
+
+    python scripts/bench_compile_tasks.py                       # the four jobs, reduced sizes
+    python scripts/bench_compile_tasks.py --jobs ptb_gru --steps 20 --rounds 3
+    python scripts/bench_compile_tasks.py --quick               # tiny sizes, checks the script runs
+
+Jobs: PTB char LM with satMZU+DT and with GRU, Multi30k De-En GRU seq2seq (teacher-forced training),
+IMDB CARU document classifier.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Dict, List, Sequence
+
+import torch
+from lightning.pytorch import Callback
+
+ROOT = Path(__file__).resolve().parents[1]
+TIMES: Dict[str, List[float]] = {}
+
+
+class StepTimer(Callback):
+    """Appends the wall time of every training batch (forward, backward, optimiser) to ``TIMES[key]``."""
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+        self._start = 0.0
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
+        self._start = time.perf_counter()
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        TIMES.setdefault(self.key, []).append(time.perf_counter() - self._start)
+
+
+REDUCED = {
+    "ptb_satmzu_dt": ["--config", "configs/lm/ptb_char_satmzu_dt.yaml", "--model.init_args.hidden_size", "256",
+                      "--model.init_args.embedding_size", "128", "--data.init_args.batch_size", "32",
+                      "--data.init_args.bptt", "100"],
+    "ptb_gru": ["--config", "configs/lm/ptb_char_gru.yaml", "--model.init_args.hidden_size", "256",
+                "--model.init_args.embedding_size", "128", "--data.init_args.batch_size", "32",
+                "--data.init_args.bptt", "100"],
+    "multi30k_gru": ["--config", "configs/seq2seq/multi30k_de_en_gru.yaml", "--model.init_args.hidden_size", "256",
+                     "--model.init_args.embedding_size", "128", "--model.init_args.eval_metrics", "[]",
+                     "--data.init_args.batch_size", "32", "--data.init_args.limit", "4000"],
+    "imdb_caru": ["--config", "configs/classification/imdb_caru.yaml", "--data.init_args.batch_size", "32",
+                  "--model.init_args.pretrained_embeddings", "null"],
+}
+QUICK_SIZES = ["--model.init_args.hidden_size", "16", "--model.init_args.embedding_size", "16",
+               "--data.init_args.batch_size", "4"]
+
+
+def fit_args(job: str, full: bool, quick: bool, steps: int, root: Path, compiled: bool, key: str) -> List[str]:
+    args = ["fit", *REDUCED[job]]
+    if full:
+        args = ["fit", *REDUCED[job][:2]]
+    if quick:
+        args += QUICK_SIZES
+    if job == "multi30k_gru" or job == "imdb_caru":
+        args += ["--data.init_args.cache_dir", str(root / "cache")]
+    args += ["--model.init_args.compile", "true" if compiled else "false",
+             "--trainer.max_steps", str(steps), "--trainer.limit_train_batches", str(steps),
+             "--trainer.limit_val_batches", "0", "--trainer.num_sanity_val_steps", "0",
+             "--trainer.logger", "false", "--trainer.enable_checkpointing", "false",
+             "--trainer.enable_progress_bar", "false", "--trainer.enable_model_summary", "false",
+             "--trainer.callbacks", "null", "--trainer.accelerator", "cpu", "--trainer.devices", "1",
+             "--trainer.default_root_dir", str(root / key), "--seed_everything", "0", "--test_after_fit", "false",
+             "--trainer.callbacks+=" + json.dumps({"class_path": f"{__name__}.StepTimer", "init_args": {"key": key}})]
+    return args
+
+
+def run_job(job: str, args: argparse.Namespace, root: Path) -> dict:
+    from lit_rnncells.cli import run
+
+    for r in range(args.rounds):
+        for compiled in (False, True):
+            key = f"{job}/{'compiled' if compiled else 'eager'}/{r}"
+            code = run(fit_args(job, args.full, args.quick, args.steps, root, compiled, key))
+            if code != 0:
+                raise SystemExit(f"error: the {key} fit exited with {code}; see its message above")
+    steady = {mode: [t for r in range(args.rounds) for t in TIMES[f"{job}/{mode}/{r}"][args.warmup:]]
+              for mode in ("eager", "compiled")}
+    eager_s, compiled_s = statistics.median(steady["eager"]), statistics.median(steady["compiled"])
+    first = TIMES[f"{job}/compiled/0"][: args.warmup]
+    return {"job": job, "eager_s": eager_s, "compiled_s": compiled_s, "speedup": eager_s / compiled_s,
+            "compile_s": sum(first) - len(first) * compiled_s}
+
+
+def format_rows(rows: Sequence[dict]) -> str:
+    out = ["| job | eager s/step | compiled s/step | tokens/s compiled ÷ eager | compile time s (apart) |",
+           "|---|---:|---:|---:|---:|"]
+    for r in rows:
+        out.append(f"| {r['job']} | {r['eager_s']:.3f} | {r['compiled_s']:.3f} | {r['speedup']:.2f} | "
+                   f"{r['compile_s']:.1f} |")
+    return "\n".join(out)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--jobs", nargs="+", default=list(REDUCED), choices=list(REDUCED))
+    parser.add_argument("--steps", type=int, default=12, help="training batches per fit")
+    parser.add_argument("--warmup", type=int, default=3, help="first steps of each fit left out of the timing")
+    parser.add_argument("--rounds", type=int, default=2, help="eager/compiled fits, alternating")
+    parser.add_argument("--full", action="store_true", help="the configs' own sizes")
+    parser.add_argument("--quick", action="store_true", help="tiny sizes, 4 steps, 1 round")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.steps, args.warmup, args.rounds = 4, 2, 1
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; {args.steps} steps per fit, first "
+          f"{args.warmup} left out, {args.rounds} round(s) eager/compiled alternating\n", flush=True)
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for job in args.jobs:
+            rows.append(run_job(job, args, Path(tmp)))
+            print(format_rows(rows[-1:]).split("\n", 2)[2], flush=True)
+    print("\n" + format_rows(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
