@@ -262,7 +262,8 @@ class LitRNNCellsCLI(LightningCLI):
 
     def _print_metrics(self, stage: str) -> None:
         if self.trainer.is_global_zero:
-            print(metrics_table(self.trainer.callback_metrics, stage), flush=True)
+            signatures = getattr(self.model, "metric_signatures", None) or {}
+            print(metrics_table(self.trainer.callback_metrics, stage, signatures), flush=True)
 
     def after_fit(self) -> None:
         if self.config.get(self.subcommand, {}).get("test_after_fit"):
@@ -276,11 +277,13 @@ class LitRNNCellsCLI(LightningCLI):
         return next((c for c in self.trainer.callbacks if isinstance(c, LoggerConfigCallback)), None)
 
 
-def metrics_table(metrics: Dict[str, Any], stage: str) -> str:
-    """``stage/...`` metrics, one per line, with 4 significant digits (not float32's 0.9800000190734863)."""
+def metrics_table(metrics: Dict[str, Any], stage: str, signatures: Optional[Dict[str, str]] = None) -> str:
+    """``stage/...`` metrics, one per line, with 4 significant digits (not float32's 0.9800000190734863), then
+    one ``signature`` line per scored metric naming how it was computed (references, tokenisation, ...)."""
     rows = {k: float(v) for k, v in sorted(metrics.items()) if k.startswith(f"{stage}/")}
     width = max((len(k) for k in rows), default=0)
-    return "\n".join([""] + [f"{k:<{width}}  {v:.4g}" for k, v in rows.items()])
+    lines = [""] + [f"{k:<{width}}  {v:.4g}" for k, v in rows.items()]
+    return "\n".join(lines + [f"signature {name}: {sig}" for name, sig in (signatures or {}).items()])
 
 
 def fit_summary(trainer: Trainer, config_callback: Optional[LoggerConfigCallback]) -> str:

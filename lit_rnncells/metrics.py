@@ -1,55 +1,128 @@
-"""Corpus metrics for sequence-to-sequence tasks, from maintained implementations.
+"""Corpus metrics for sequence-to-sequence tasks, from maintained implementations, each with a signature.
 
 * :func:`sacrebleu_corpus`: corpus BLEU (Papineni et al. 2002) on detokenised text with sacreBLEU's
   default 13a tokenisation, and its signature (Post 2018, "A Call for Clarity in Reporting BLEU").
-* :func:`tokenized_bleu`: BLEU on the whitespace tokens as given (sacreBLEU ``tokenize="none"``), the
+* :func:`tokenized_bleu_corpus`: BLEU on the whitespace tokens as given (sacreBLEU ``tokenize="none"``), the
   "tokenised BLEU" the IWSLT14 / Gigaword papers report on Moses / PTB-tokenised text (multi-bleu.perl style).
-* :func:`rouge_f1`: ROUGE-1/2/L F1 (Lin 2004) × 100 with Google's ``rouge-score`` (Porter stemming, as in
-  Rush et al. 2015's ROUGE-1.5.5 ``-m`` runs), averaged over sentences.
+* :func:`rouge_corpus`: ROUGE-1/2/L (Lin 2004) F1, recall and precision × 100 with Google's ``rouge-score``
+  (Porter stemming, as in Rush et al. 2015's ROUGE-1.5.5 ``-m`` runs), averaged over sentences; optionally on
+  the first ``max_bytes`` bytes of hypothesis and references (ROUGE-1.5.5 ``-b 75``, the DUC-2004 task 1 rule).
 
-All take hypotheses and single references as parallel lists of strings and score whole corpora:
-under DDP gather every rank's strings first (a corpus BLEU is not a mean of per-rank scores).
+References: one string per hypothesis, or a sequence of strings per hypothesis (several references, as
+DUC-2004's four). BLEU uses every reference (sacreBLEU's reference streams; a hypothesis with fewer
+references than others leaves ``None`` in the missing streams, which sacreBLEU skips and signs
+``nrefs:var``). ROUGE scores each hypothesis against each of its references and keeps, per metric, the
+reference with the best F1 (``rouge-score``'s ``score_multi``); its recall and precision are that reference's.
+Whole corpora are scored: under DDP gather every rank's strings first (a corpus BLEU is not a mean of
+per-rank scores). Every scorer returns a signature string naming what it did; tasks print and log it.
 """
 from __future__ import annotations
 
-from typing import Dict, Sequence, Tuple
+from importlib.metadata import PackageNotFoundError, version
+from typing import Dict, List, Optional, Sequence, Tuple, Union
+
+Reference = Union[str, Sequence[str]]
+"""The reference(s) of one hypothesis: a string, or a sequence of strings."""
+
+ROUGE_KEYS = ("rouge1", "rouge2", "rougeL")
 
 
-def _check(hyps: Sequence[str], refs: Sequence[str]) -> None:
+def as_reference_lists(refs: Sequence[Reference]) -> List[Tuple[str, ...]]:
+    """Each hypothesis' references as a tuple of strings (a single string becomes a 1-tuple)."""
+    lists = [(r,) if isinstance(r, str) else tuple(r) for r in refs]
+    for number, group in enumerate(lists, 1):
+        if not group or not all(isinstance(r, str) for r in group):
+            raise ValueError(f"Hypothesis {number} has no reference strings ({group!r}); give each hypothesis one "
+                             "reference string or a list of them.")
+    return lists
+
+
+def _check(hyps: Sequence[str], refs: Sequence[Reference]) -> List[Tuple[str, ...]]:
     if len(hyps) != len(refs):
         raise ValueError(f"{len(hyps)} hypotheses but {len(refs)} references; score parallel lists.")
     if not len(hyps):
         raise ValueError("No hypotheses to score; the evaluation split produced no outputs.")
+    return as_reference_lists(refs)
 
 
-def sacrebleu_corpus(hyps: Sequence[str], refs: Sequence[str]) -> Tuple[float, str]:
-    """Corpus sacreBLEU of detokenised ``hyps`` against ``refs`` and the metric's signature string."""
+def reference_streams(refs: Sequence[Reference]) -> List[List[Optional[str]]]:
+    """sacreBLEU's layout: stream ``k`` holds every hypothesis' ``k``-th reference (``None`` where it has fewer)."""
+    lists = as_reference_lists(refs)
+    width = max((len(r) for r in lists), default=1)
+    return [[r[k] if k < len(r) else None for r in lists] for k in range(width)]
+
+
+def _bleu(hyps: Sequence[str], refs: Sequence[Reference], **options: object) -> Tuple[float, str]:
     from sacrebleu.metrics import BLEU
 
     _check(hyps, refs)
-    bleu = BLEU()
-    score = bleu.corpus_score(list(hyps), [list(refs)])
+    bleu = BLEU(**options)
+    score = bleu.corpus_score(list(hyps), reference_streams(refs))
     return float(score.score), str(bleu.get_signature())
 
 
-def tokenized_bleu(hyps: Sequence[str], refs: Sequence[str]) -> float:
-    """Corpus BLEU on whitespace tokens exactly as given (no further tokenisation), case-sensitive."""
-    from sacrebleu.metrics import BLEU
-
-    _check(hyps, refs)
-    return float(BLEU(tokenize="none", force=True).corpus_score(list(hyps), [list(refs)]).score)
+def sacrebleu_corpus(hyps: Sequence[str], refs: Sequence[Reference]) -> Tuple[float, str]:
+    """Corpus sacreBLEU of detokenised ``hyps`` against one or several references each, and its signature."""
+    return _bleu(hyps, refs)
 
 
-def rouge_f1(hyps: Sequence[str], refs: Sequence[str], stemmer: bool = True) -> Dict[str, float]:
-    """Mean sentence ROUGE-1, ROUGE-2 and ROUGE-L F1 × 100 (keys ``rouge1``, ``rouge2``, ``rougeL``)."""
+def tokenized_bleu_corpus(hyps: Sequence[str], refs: Sequence[Reference]) -> Tuple[float, str]:
+    """Corpus BLEU on whitespace tokens exactly as given (no further tokenisation), case-sensitive, and the
+    sacreBLEU signature (``tok:none``)."""
+    return _bleu(hyps, refs, tokenize="none", force=True)
+
+
+def tokenized_bleu(hyps: Sequence[str], refs: Sequence[Reference]) -> float:
+    """:func:`tokenized_bleu_corpus` without the signature."""
+    return tokenized_bleu_corpus(hyps, refs)[0]
+
+
+def truncate_bytes(text: str, max_bytes: Optional[int]) -> str:
+    """The first ``max_bytes`` bytes of ``text`` in UTF-8 (ROUGE-1.5.5 ``-b``: a word may be cut; a cut
+    multi-byte character is dropped); ``None`` keeps the whole text."""
+    if max_bytes is None:
+        return text
+    return text.encode("utf-8")[:max_bytes].decode("utf-8", errors="ignore")
+
+
+def _package_version(name: str) -> str:
+    try:
+        return version(name)
+    except PackageNotFoundError:  # pragma: no cover - installed with the package's requirements
+        return "unknown"
+
+
+def rouge_signature(nrefs: str, stemmer: bool = True, max_bytes: Optional[int] = None) -> str:
+    """The description printed and logged with ROUGE scores (sacreBLEU's ``key:value|...`` style)."""
+    return "|".join([f"nrefs:{nrefs}", "multiref:best-f1-per-metric", f"stem:{'porter' if stemmer else 'none'}",
+                     f"trunc:{f'{max_bytes}bytes' if max_bytes is not None else 'none'}", "avg:sentence",
+                     f"rouge-score:{_package_version('rouge-score')}"])
+
+
+def rouge_corpus(hyps: Sequence[str], refs: Sequence[Reference], stemmer: bool = True,
+                 max_bytes: Optional[int] = None) -> Tuple[Dict[str, float], str]:
+    """Mean sentence ROUGE-1/2/L × 100 and the signature. Keys ``rouge1``, ``rouge2``, ``rougeL`` are F1;
+    ``<key>_recall`` and ``<key>_precision`` the recall and precision of the same (best-F1) reference.
+    ``max_bytes`` truncates hypotheses and references alike before scoring (ROUGE-1.5.5 ``-b``)."""
     from rouge_score import rouge_scorer
 
-    _check(hyps, refs)
-    keys = ("rouge1", "rouge2", "rougeL")
-    scorer = rouge_scorer.RougeScorer(list(keys), use_stemmer=stemmer)
-    totals = dict.fromkeys(keys, 0.0)
-    for hyp, ref in zip(hyps, refs):
-        scores = scorer.score(ref, hyp)  # (target, prediction)
-        for k in keys:
+    lists = _check(hyps, refs)
+    if max_bytes is not None and max_bytes < 1:
+        raise ValueError(f"max_bytes must be a positive number of bytes (75 for DUC-2004), got {max_bytes}.")
+    scorer = rouge_scorer.RougeScorer(list(ROUGE_KEYS), use_stemmer=stemmer)
+    totals = {f"{k}{part}": 0.0 for k in ROUGE_KEYS for part in ("", "_recall", "_precision")}
+    for hyp, group in zip(hyps, lists):
+        scores = scorer.score_multi([truncate_bytes(r, max_bytes) for r in group], truncate_bytes(hyp, max_bytes))
+        for k in ROUGE_KEYS:
             totals[k] += scores[k].fmeasure
-    return {k: 100.0 * v / len(hyps) for k, v in totals.items()}
+            totals[f"{k}_recall"] += scores[k].recall
+            totals[f"{k}_precision"] += scores[k].precision
+    counts = {len(g) for g in lists}
+    nrefs = str(counts.pop()) if len(counts) == 1 else "var"
+    return {k: 100.0 * v / len(hyps) for k, v in totals.items()}, rouge_signature(nrefs, stemmer, max_bytes)
+
+
+def rouge_f1(hyps: Sequence[str], refs: Sequence[Reference], stemmer: bool = True) -> Dict[str, float]:
+    """Mean sentence ROUGE-1, ROUGE-2 and ROUGE-L F1 × 100 (keys ``rouge1``, ``rouge2``, ``rougeL``)."""
+    scores, _ = rouge_corpus(hyps, refs, stemmer)
+    return {k: scores[k] for k in ROUGE_KEYS}

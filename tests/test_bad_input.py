@@ -340,6 +340,30 @@ def test_a_checkpoint_whose_tokenizer_differs_from_the_data(workdir, capsys, tmp
                                    "--ckpt_path", str(ckpt), "--trainer.max_steps", "2"], "tokenizer")
 
 
+def test_duc2004_is_a_test_set_only(workdir, capsys):
+    folder = write_parallel(workdir / "par")
+    expect_error(capsys, workdir, ["fit", *parallel_args(folder), "--data.init_args.dataset", "duc2004"],
+                 "duc2004 is a test set only", "--ckpt_path")
+
+
+def test_a_missing_duc2004_folder_names_where_to_get_it(workdir, capsys, tmp_path):
+    folder = write_parallel(tmp_path / "par")
+    assert run(["fit", *parallel_args(folder), "--trainer.logger", "false", "--trainer.default_root_dir",
+                str(tmp_path / "run")]) == 0
+    ckpt = next((tmp_path / "run").rglob("*.ckpt"))
+    expect_error(capsys, workdir, ["test", *parallel_args(folder), "--ckpt_path", str(ckpt), "--data.init_args.dataset",
+                                   "duc2004", "--data.init_args.data_dir", str(workdir / "no_duc"),
+                                   "--data.init_args.source_language", "article", "--data.init_args.target_language",
+                                   "title"],
+                 "no_duc", "does not exist", "NIST", "task1_ref0.txt")
+
+
+def test_a_negative_rouge_truncation(workdir, capsys):
+    folder = write_parallel(workdir / "par")
+    expect_error(capsys, workdir, ["fit", *parallel_args(folder), "--model.init_args.rouge_max_bytes", "-75"],
+                 "rouge_max_bytes must be a number of bytes")
+
+
 # --- classification -------------------------------------------------------------------------------------------
 def absa_args(folder: Path) -> List[str]:
     return ["--config", ABSA, *QUIET, "--data.init_args.data_dir", str(folder), "--trainer.max_steps", "1",

@@ -229,6 +229,36 @@ def test_scoring_dedupes_records_and_uses_the_right_text_forms() -> None:
     assert set(scores) == {"sacrebleu", "tok_bleu"}
 
 
+def test_several_references_per_example_are_all_scored_and_signed() -> None:
+    from lit_rnncells import metrics
+
+    model = make(eval_metrics=["sacrebleu", "tok_bleu", "rouge"])
+    hyps_corpus, hyps_text = ["the cat sat on the mat", "dogs run in the park ."], ["The cat sat", "Dogs run."]
+    refs_corpus = [("the cat sat on a mat", "a cat is sitting"), ("dogs run .", "the dogs are running in a park")]
+    refs_text = [("The cat sat on a mat", "A cat is sitting"), ("Dogs run.", "The dogs are running in a park")]
+    records = [(i, hyps_corpus[i], hyps_text[i], refs_corpus[i], refs_text[i]) for i in range(2)]
+    scores = model.score_records(records)
+    assert scores["sacrebleu"] == pytest.approx(metrics.sacrebleu_corpus(hyps_text, refs_text)[0])
+    assert scores["tok_bleu"] == pytest.approx(metrics.tokenized_bleu(hyps_corpus, refs_corpus))
+    rouge, signature = metrics.rouge_corpus(hyps_corpus, refs_corpus)
+    assert {k: scores[k] for k in rouge} == pytest.approx(rouge) and "rouge2_recall" in scores
+    assert set(model.metric_signatures) == {"sacrebleu", "tok_bleu", "rouge"}
+    assert all("nrefs:2" in sig for sig in model.metric_signatures.values())
+    assert model.metric_signatures["rouge"] == signature and "trunc:none" in signature
+    # ROUGE truncation: the data's standard (DUC-2004: 75 bytes) unless the model's rouge_max_bytes says otherwise
+    model.data_rouge_max_bytes = 10
+    assert model.rouge_truncation == 10
+    assert model.score_records(records)["rouge1"] == pytest.approx(
+        metrics.rouge_corpus(hyps_corpus, refs_corpus, max_bytes=10)[0]["rouge1"])
+    assert "trunc:10bytes" in model.metric_signatures["rouge"]
+    model.configure_decoding(rouge_max_bytes=0)
+    assert model.rouge_truncation is None
+    model.configure_decoding(rouge_max_bytes=20)
+    assert model.rouge_truncation == 20
+    with pytest.raises(ValueError, match="rouge_max_bytes must be a number of bytes"):
+        model.configure_decoding(rouge_max_bytes=-1)
+
+
 def test_bad_arguments_fail_at_construction() -> None:
     with pytest.raises(ValueError, match="tie_embeddings needs output_size"):
         make(tie_embeddings=True)

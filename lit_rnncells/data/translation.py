@@ -14,6 +14,9 @@ Datasets (``dataset``), each from a local folder in its official format or from 
   (``document`` → article, ``summary`` → title). The unknown word is ``UNK`` on both paths (the release
   writes ``<unk>`` in train and valid, ``UNK`` in test; the hub's script rewrites train and valid to
   ``UNK``); ``valid_size`` keeps the first pairs of its 189,651-pair validation split.
+* ``duc2004`` (DUC-2004 task 1, :mod:`lit_rnncells.data.duc`): a test set only, for a Gigaword-trained
+  checkpoint (``test --ckpt_path``): ``input.txt`` and ``task1_ref0.txt`` ... ``task1_ref3.txt``, 4 references
+  per document, all of them scored; ROUGE reads the first 75 bytes unless the model says otherwise.
 * ``parallel``: your own aligned files, ``{train,valid,test}.{src}`` / ``.{tgt}`` under ``data_dir``
   or explicit ``files: {split: [source_path, target_path]}``.
 
@@ -49,30 +52,37 @@ from . import hub
 from ..paths import read_stdin, read_text_file
 from .batching import BucketedBatches, ResumableBatchesMixin, batch_loader, pad_batch
 from .check import SplitCheckMixin
+from . import duc
 from .checkpoint_state import datamodule_state
 from .subword import BOS_ID, EOS_ID, PAD_ID, SubwordTokenizer, check_tokenizer
 from .text import cached, default_cache_dir, file_fingerprint, is_hub_id, local_or_hub
 
-DatasetName = Literal["multi30k", "iwslt14", "iwslt17", "gigaword", "parallel"]
+DatasetName = Literal["multi30k", "iwslt14", "iwslt17", "gigaword", "duc2004", "parallel"]
 SPLITS = ("train", "valid", "test")
 DEFAULT_MAX_INPUT_LENGTH = 1024
 """The longest source (subwords) accepted at validate / test / predict time unless ``max_input_length`` says."""
 LANGUAGES = {"multi30k": ("de", "en"), "iwslt14": ("de", "en"), "iwslt17": ("de", "en"),
-             "gigaword": ("article", "title")}
+             "gigaword": ("article", "title"), "duc2004": ("article", "title")}
 DEFAULT_DIRECTION = {"multi30k": ("de", "en"), "iwslt14": ("de", "en"), "iwslt17": ("de", "en"),
-                     "gigaword": ("article", "title")}
+                     "gigaword": ("article", "title"), "duc2004": ("article", "title")}
 LOCAL_FILES = {
     "multi30k": {"train": "train.{}", "valid": "val.{}", "test": "test_2016_flickr.{}"},
     "iwslt14": {"train": "train.{}", "valid": "valid.{}", "test": "test.{}"},
     "iwslt17": {"train": "train.{}", "valid": "valid.{}", "test": "test.{}"},
     "gigaword": {"train": "train.{}.txt", "valid": "valid.{}.filter.txt", "test": "test.{}.txt"},
     "parallel": {"train": "train.{}", "valid": "valid.{}", "test": "test.{}"},
+    "duc2004": {"test": duc.INPUT_FILE},  # and task1_ref<k>.txt: read by _duc2004_source
 }
+TEST_ONLY = {"duc2004": "gigaword"}
+"""Test sets with no training or validation split, and the dataset their models are trained on."""
+ROUGE_MAX_BYTES = {"duc2004": 75}
+"""The standard truncation of ROUGE on a dataset (ROUGE-1.5.5 ``-b``): DUC-2004 scores the first 75 bytes."""
 HUB_IDS = {"multi30k": "bentrevett/multi30k", "iwslt17": "IWSLT/iwslt2017", "gigaword": "Harvard/gigaword"}
 LOCAL_ONLY = {"iwslt14"}  # named datasets no hub repo reproduces
 HUB_SPLITS = {"train": "train", "valid": "validation", "test": "test"}
 HUB_COLUMNS = {"gigaword": {"article": "document", "title": "summary"}}
-PRETOKENIZED = {"multi30k": False, "iwslt14": True, "iwslt17": False, "gigaword": True, "parallel": False}
+PRETOKENIZED = {"multi30k": False, "iwslt14": True, "iwslt17": False, "gigaword": True, "duc2004": True,
+                "parallel": False}
 MOSES_LANGUAGE = {"article": "en", "title": "en"}
 GIGAWORD_UNK = "UNK"  # the one unknown-word form: the release's test files and the hub's every split use it
 CACHE_VERSION = 2
@@ -88,7 +98,7 @@ Lines = List[str]
 def default_data_dir(dataset: str) -> Optional[str]:
     """``$LIT_RNNCELLS_DATA/<dataset>`` when ``LIT_RNNCELLS_DATA`` is set, else the hub id (``None`` for
     ``parallel`` and the local-only ``iwslt14``)."""
-    named = dataset in HUB_IDS or dataset in LOCAL_ONLY
+    named = dataset in HUB_IDS or dataset in LOCAL_ONLY or dataset in TEST_ONLY
     return local_or_hub(dataset if named else None, HUB_IDS.get(dataset))
 
 
@@ -192,6 +202,10 @@ class TranslationDataModule(SplitCheckMixin, ResumableBatchesMixin, LightningDat
         super().__init__()
         if dataset not in LOCAL_FILES:
             raise ValueError(f"Unknown dataset {dataset!r}; choose one of {sorted(LOCAL_FILES)}.")
+        if dataset in TEST_ONLY and checkpoint_path is None:
+            raise ValueError(f"{dataset} is a test set only (no training split); test a model trained on "
+                             f"{TEST_ONLY[dataset]}: python -m lit_rnncells test --config <its config> --ckpt_path "
+                             f"<its checkpoint> --data.init_args.dataset {dataset}.")
         check_positive(subword_vocab_size=subword_vocab_size, batch_size=batch_size,
                        eval_batch_size=eval_batch_size, min_frequency=min_frequency, chunk_batches=chunk_batches)
         for name, value in (("max_tokens", max_tokens), ("max_source_length", max_source_length),
@@ -216,9 +230,11 @@ class TranslationDataModule(SplitCheckMixin, ResumableBatchesMixin, LightningDat
             where = ("no data_dir is set" if self.data_dir is None else
                      f"data_dir {self.data_dir!r} is not a local folder")
             raise FileNotFoundError(IWSLT14_MISSING.format(where=where))
-        if self.data_dir is None and not self.files and checkpoint_path is None:
+        if self.data_dir is None and not self.files and checkpoint_path is None and dataset not in TEST_ONLY:
             raise ValueError("dataset 'parallel' needs data_dir (a folder with {train,valid,test}.<language> "
                              "files) or files: {split: [source_path, target_path]}.")
+        if dataset in TEST_ONLY:
+            self._duc2004_source()  # a missing folder or file is named now, before the checkpoint loads
         self.pretokenized = PRETOKENIZED[dataset] if pretokenized is None else bool(pretokenized)
         self.subword_vocab_size, self.joint_vocabulary, self.min_frequency = (
             subword_vocab_size, joint_vocabulary, min_frequency)
@@ -253,7 +269,8 @@ class TranslationDataModule(SplitCheckMixin, ResumableBatchesMixin, LightningDat
         default = DEFAULT_DIRECTION[dataset]
         source, target = source or default[0], target or (default[1] if source in (None, default[0]) else default[0])
         known = LANGUAGES[dataset]
-        allowed = [(a, b) for a in known for b in known if a != b] if dataset != "gigaword" else [default]
+        one_way = dataset in ("gigaword", "duc2004")  # summaries: article -> title only
+        allowed = [default] if one_way else [(a, b) for a in known for b in known if a != b]
         if (source, target) not in allowed:
             raise ValueError(f"Unknown direction {source}->{target} for {dataset}; choose source_language/"
                              f"target_language among {[f'{a}->{b}' for a, b in allowed]}.")
@@ -262,8 +279,44 @@ class TranslationDataModule(SplitCheckMixin, ResumableBatchesMixin, LightningDat
     def _moses_language(self, language: str) -> str:
         return MOSES_LANGUAGE.get(language, language)
 
+    def _duc2004_source(self) -> Tuple[Path, List[Path]]:
+        """The DUC-2004 input and reference files (:mod:`lit_rnncells.data.duc`)."""
+        if self.data_dir is None:
+            raise FileNotFoundError(f"No DUC-2004 folder: LIT_RNNCELLS_DATA is not set and data_dir is empty; "
+                                    f"{duc.SOURCE}.")
+        return duc.duc2004_files(Path(self.data_dir).expanduser())
+
+    def references(self, split: str) -> Optional[List[Tuple[str, ...]]]:
+        """Every reference of every example of a split that has several per example (DUC-2004), else None
+        (the target is the one reference). Empty lines are an error, as in any evaluation file."""
+        if self.dataset not in TEST_ONLY or split != "test":
+            return None
+        _, paths = self._duc2004_source()
+        streams = []
+        for path in paths:
+            lines = read_lines(path)
+            check_no_empty(lines, str(path))
+            streams.append(lines[:self.limit] if self.limit is not None else lines)
+        return list(zip(*streams))
+
+    @property
+    def rouge_max_bytes(self) -> Optional[int]:
+        """The dataset's standard ROUGE truncation in bytes (75 for DUC-2004), read by the task; None: none."""
+        return ROUGE_MAX_BYTES.get(self.dataset)
+
     def _split_source(self, split: str) -> Tuple[Dict[str, Any], Any]:
         """The cache key part describing a split's inputs, and a loader of its (source, target, names)."""
+        if self.dataset in TEST_ONLY:
+            if split != "test":
+                raise ValueError(f"{self.dataset} has only a test split; validate on {TEST_ONLY[self.dataset]} and "
+                                 f"use {self.dataset} with test --ckpt_path.")
+            source, references = self._duc2004_source()
+            paths = [source, references[0]]
+
+            def load_duc() -> Tuple[Lines, Lines, str, str]:
+                return read_lines(paths[0]), read_lines(paths[1]), str(paths[0]), str(paths[1])
+
+            return {"files": [file_fingerprint(p) for p in [source, *references]]}, load_duc
         if split in self.files:
             paths = [Path(p).expanduser() for p in self.files[split]]
         elif self.data_dir is not None and is_hub_id(self.data_dir):
@@ -358,10 +411,14 @@ class TranslationDataModule(SplitCheckMixin, ResumableBatchesMixin, LightningDat
             else:
                 check_no_empty(source, source_name)
                 check_no_empty(target, target_name)
-            return {"source": self.source_tokenizer.encode_batch(source),
-                    "target": self.target_tokenizer.encode_batch(target),
-                    "source_text": source, "target_text": target, "line": lines, "empty": empty,
-                    "source_name": source_name}
+            built = {"source": self.source_tokenizer.encode_batch(source),
+                     "target": self.target_tokenizer.encode_batch(target),
+                     "source_text": source, "target_text": target, "line": lines, "empty": empty,
+                     "source_name": source_name}
+            references = self.references(split)
+            if references is not None:  # several per example; the target (loss) is the first
+                built["references"] = references
+            return built
 
         data = dict(cached(self.cache, {"name": f"{self.dataset}-{split}", **key, **self._options(),
                                         "tokenizers": digest}, build))
@@ -451,8 +508,9 @@ class TranslationDataModule(SplitCheckMixin, ResumableBatchesMixin, LightningDat
         if "target" in data:
             target, target_lengths = pad_batch([[BOS_ID] + data["target"][i] + [EOS_ID] for i in indices], PAD_ID)
             batch.update(target=target, target_lengths=target_lengths)
-        if references:
-            batch["references"] = [data["target_text"][i] for i in indices]
+        if references:  # one string per example, or a tuple of several references
+            batch["references"] = [data["references"][i] if "references" in data else data["target_text"][i]
+                                   for i in indices]
         return batch
 
     def setup(self, stage: str) -> None:

@@ -46,10 +46,14 @@ from ..nn.recurrent import Recurrent, map_state
 from .base import CellSpec, RecurrentTask, cell_config, resolve_cell
 
 EVAL_METRICS = ("sacrebleu", "tok_bleu", "rouge")
+SIGNATURE_LABELS = {"sacrebleu": "sacreBLEU", "tok_bleu": "tokenised BLEU (sacreBLEU)", "rouge": "ROUGE (rouge-score)"}
 DECODING_OPTIONS = ("beam_size", "val_beam_size", "n_best", "length_penalty", "length_penalty_alpha", "min_length",
-                    "max_length_a", "max_length_b", "no_repeat_ngram_size", "ban_unk", "eval_metrics")
+                    "max_length_a", "max_length_b", "no_repeat_ngram_size", "ban_unk", "eval_metrics", "rouge_max_bytes")
 """Inference settings, not part of the model: kept out of the checkpoint's hparams, so the config (or
 ``--model.init_args.beam_size`` etc.) given to ``test`` / ``predict`` applies to a trained checkpoint."""
+Record = Tuple[int, str, str, Tuple[str, ...], Tuple[str, ...]]
+"""An evaluated example: (index, hypothesis in the corpus's form, hypothesis detokenised, its references in the
+corpus's form, detokenised); one reference or several (DUC-2004 has four)."""
 DecoderState = Tuple[Tuple[State, ...], Tensor]
 """Per decoder layer its cell's state, and the previous attentional vector (input feeding)."""
 
@@ -98,8 +102,12 @@ class Seq2Seq(RecurrentTask):
         length_penalty (gnmt / average / none), length_penalty_alpha, min_length, max_length_a,
             max_length_b, no_repeat_ngram_size, ban_unk: see :mod:`lit_rnncells.nn.beam_search`.
         eval_metrics: computed on the decoded validation / test outputs, any of ``sacrebleu``
-            (detokenised, with signature), ``tok_bleu`` (BLEU on the corpus' own tokens, what the papers
-            report for pre-tokenised corpora) and ``rouge`` (ROUGE-1/2/L F1); empty: loss only, no decoding.
+            (detokenised), ``tok_bleu`` (BLEU on the corpus' own tokens, what the papers report for
+            pre-tokenised corpora) and ``rouge`` (ROUGE-1/2/L F1, recall and precision); every reference of an
+            example counts (:mod:`lit_rnncells.metrics`), each metric's signature is printed and logged; empty:
+            loss only, no decoding.
+        rouge_max_bytes: score ROUGE on the first N bytes of hypothesis and references (ROUGE-1.5.5 ``-b N``);
+            ``None`` (default): the data's standard (75 for ``duc2004``, none otherwise); 0: never truncate.
     """
 
     def __init__(self, cell: CellSpec = "GRU", encoder_cell: Optional[CellSpec] = None,
@@ -118,6 +126,7 @@ class Seq2Seq(RecurrentTask):
                  n_best: int = 1, length_penalty: str = "gnmt", length_penalty_alpha: float = 0.6,
                  min_length: int = 0, max_length_a: float = 1.5, max_length_b: int = 10,
                  no_repeat_ngram_size: int = 0, ban_unk: bool = False, eval_metrics: Optional[List[str]] = None,
+                 rouge_max_bytes: Optional[int] = None,
                  optimizer: OptimizerCallable = torch.optim.Adam,
                  lr_scheduler: Optional[LRSchedulerCallable] = None, scheduler_monitor: str = "val/loss",
                  compile: bool = False) -> None:
@@ -170,7 +179,8 @@ class Seq2Seq(RecurrentTask):
                                 length_penalty=length_penalty, length_penalty_alpha=length_penalty_alpha,
                                 min_length=min_length, max_length_a=max_length_a, max_length_b=max_length_b,
                                 no_repeat_ngram_size=no_repeat_ngram_size, ban_unk=ban_unk,
-                                eval_metrics=["sacrebleu"] if eval_metrics is None else eval_metrics)
+                                eval_metrics=["sacrebleu"] if eval_metrics is None else eval_metrics,
+                                rouge_max_bytes=rouge_max_bytes)
         enc_factory = self.cell_factory if encoder_cell is None else resolve_cell(encoder_cell)
         dec_factory = self.cell_factory if decoder_cell is None else resolve_cell(decoder_cell)
         memory_size = 2 * encoder_hidden_size
@@ -214,8 +224,10 @@ class Seq2Seq(RecurrentTask):
         self.source_tokenizer: Any = None
         self.target_tokenizer: Any = None
         self._eval_sums: Optional[Tensor] = None
-        self._records: List[Tuple[int, str, str, str, str]] = []
-        self._signature_logged = False
+        self._records: List[Record] = []
+        self.data_rouge_max_bytes: Optional[int] = None  # the DataModule's standard truncation (setup)
+        self.metric_signatures: Dict[str, str] = {}  # what the last scoring used, by metric name
+        self._signatures_logged: set = set()
 
     def configure_decoding(self, **options: Any) -> None:
         """Set decoding / evaluation options (any of :data:`DECODING_OPTIONS`), e.g. after loading a checkpoint:
@@ -230,6 +242,10 @@ class Seq2Seq(RecurrentTask):
         bad = [m for m in metrics if m not in EVAL_METRICS]
         if bad:
             raise ValueError(f"Unknown eval_metrics {bad}; choose from {', '.join(EVAL_METRICS)}.")
+        max_bytes = current["rouge_max_bytes"]
+        if max_bytes is not None and (isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 0):
+            raise ValueError(f"rouge_max_bytes must be a number of bytes (75 for DUC-2004), 0 for no truncation or "
+                             f"null for the data's standard, got {max_bytes!r}.")
         shared = dict(length_penalty=current["length_penalty"], alpha=current["length_penalty_alpha"],
                       min_length=current["min_length"], max_length_a=current["max_length_a"],
                       max_length_b=current["max_length_b"], no_repeat_ngram_size=current["no_repeat_ngram_size"],
@@ -265,6 +281,7 @@ class Seq2Seq(RecurrentTask):
         dm = self._trainer.datamodule if self._trainer is not None else None
         if getattr(dm, "target_tokenizer", None) is not None:
             self.set_tokenizers(getattr(dm, "source_tokenizer", None), dm.target_tokenizer)
+        self.data_rouge_max_bytes = getattr(dm, "rouge_max_bytes", None)
 
     # --- encoder ---------------------------------------------------------------------------
     def _encode(self, source: Tensor, source_lengths: Tensor, want_aux: bool) -> Tuple[EncoderOutput, Tensor]:
@@ -455,9 +472,11 @@ class Seq2Seq(RecurrentTask):
             tok = self.target_tokenizer
             for index, nbest, ref in zip(batch["index"].tolist(), hyps, batch["references"]):
                 corpus, natural = self._texts(nbest[0].tokens)
-                self._records.append((int(index), corpus, natural, ref, ref if tok is None else tok.detokenize(ref)))
+                refs = (ref,) if isinstance(ref, str) else tuple(ref)  # one reference, or several
+                self._records.append((int(index), corpus, natural, refs,
+                                      refs if tok is None else tuple(tok.detokenize(r) for r in refs)))
 
-    def _gather_records(self) -> List[Tuple[int, str, str, str, str]]:
+    def _gather_records(self) -> List[Record]:
         records, self._records = self._records, []
         dist = torch.distributed
         if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
@@ -482,28 +501,49 @@ class Seq2Seq(RecurrentTask):
             self.log(f"{stage}/{name}", value, prog_bar=name in ("sacrebleu", "rouge1"), sync_dist=True)
         return scores
 
-    def score_records(self, records: List[Tuple[int, str, str, str, str]]) -> Dict[str, float]:
-        """The configured metrics of (index, hyp corpus form, hyp detokenised, ref, ref detokenised) records."""
+    @property
+    def rouge_truncation(self) -> Optional[int]:
+        """The bytes ROUGE reads of each text: ``rouge_max_bytes``, else the data's standard; None: all."""
+        chosen = self.decoding["rouge_max_bytes"]
+        chosen = self.data_rouge_max_bytes if chosen is None else chosen
+        return chosen or None
+
+    def score_records(self, records: List[Record]) -> Dict[str, float]:
+        """The configured metrics of (index, hyp corpus form, hyp detokenised, refs, refs detokenised) records
+        (a single reference may be given as a string). Each metric's signature goes to
+        :attr:`metric_signatures`, and is printed and logged the first time it appears."""
         if not records:
             return {}
         from .. import metrics
 
         _, hyp_corpus, hyp_text, ref_corpus, ref_text = map(list, zip(*records))
         scores: Dict[str, float] = {}
+        signatures: Dict[str, str] = {}
         for name in self.eval_metrics:
             if name == "sacrebleu":
-                scores["sacrebleu"], signature = metrics.sacrebleu_corpus(hyp_text, ref_text)
-                if not self._signature_logged and self.global_rank == 0:
-                    rank_zero_info(f"sacreBLEU signature: {signature}")
-                    if self._trainer is not None:
-                        for logger in self.trainer.loggers:
-                            logger.log_hyperparams({"sacrebleu_signature": signature})
-                    self._signature_logged = True
+                scores["sacrebleu"], signatures["sacrebleu"] = metrics.sacrebleu_corpus(hyp_text, ref_text)
             elif name == "tok_bleu":
-                scores["tok_bleu"] = metrics.tokenized_bleu(hyp_corpus, ref_corpus)
+                scores["tok_bleu"], signatures["tok_bleu"] = metrics.tokenized_bleu_corpus(hyp_corpus, ref_corpus)
             else:
-                scores.update(metrics.rouge_f1(hyp_corpus, ref_corpus))
+                rouge, signatures["rouge"] = metrics.rouge_corpus(hyp_corpus, ref_corpus,
+                                                                  max_bytes=self.rouge_truncation)
+                scores.update(rouge)
+        self.metric_signatures = signatures
+        self._announce_signatures(signatures)
         return scores
+
+    def _announce_signatures(self, signatures: Dict[str, str]) -> None:
+        """Print and log each metric's signature once (again if it changes, e.g. a test set with 4 references)."""
+        if self.global_rank != 0:
+            return
+        for name, signature in signatures.items():
+            if (name, signature) in self._signatures_logged:
+                continue
+            self._signatures_logged.add((name, signature))
+            rank_zero_info(f"{SIGNATURE_LABELS[name]} signature: {signature}")
+            if self._trainer is not None:
+                for logger in self.trainer.loggers:
+                    logger.log_hyperparams({f"{name}_signature": signature})
 
     def on_validation_epoch_start(self) -> None:
         self._eval_sums, self._records = None, []

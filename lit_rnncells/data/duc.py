@@ -1,0 +1,50 @@
+"""DUC-2004 task 1 (very short single-document summaries), the second test set of Gigaword headline models.
+
+Rush, Chopra & Weston 2015 ("A Neural Attention Model for Abstractive Sentence Summarization", EMNLP) test
+their Gigaword-trained models on DUC-2004 task 1: 500 news documents, each with 4 human summaries, scored
+with ROUGE recall on the first 75 bytes (ROUGE-1.5.5 ``-b 75``). The documents and summaries come from NIST
+(https://duc.nist.gov/, on request, after signing its data agreement); what code built on that paper reads is
+the preprocessed layout of ``sumdata/DUC2004/``, which this module reads:
+
+* ``input.txt``: one document per line, the model's input, preprocessed like the Gigaword articles;
+* ``task1_ref0.txt`` ... ``task1_ref3.txt``: reference ``k`` of every document, line-aligned with it.
+
+Every reference file ``task1_ref<k>.txt`` found (numbered from 0 without gaps) is used; the first is needed.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Tuple
+
+INPUT_FILE = "input.txt"
+REFERENCE_FILE = "task1_ref{}.txt"
+DOCUMENTS = 500
+REFERENCES = 4
+SOURCE = ("DUC-2004 comes from NIST on request (https://duc.nist.gov/data.html, past-data agreement); put its "
+          "task 1 in the common sumdata/DUC2004 layout (input.txt, task1_ref0.txt ... task1_ref3.txt, one document "
+          "per line) and set data.init_args.data_dir to that folder (or $LIT_RNNCELLS_DATA/duc2004)")
+
+
+def duc2004_files(folder: Path) -> Tuple[Path, List[Path]]:
+    """The input file and the reference files of a DUC-2004 folder; one clear error if they are missing."""
+    if not folder.is_dir():
+        raise FileNotFoundError(f"DUC-2004 folder {str(folder)!r} does not exist; {SOURCE}.")
+    source = folder / INPUT_FILE
+    references = []
+    while (folder / REFERENCE_FILE.format(len(references))).is_file():
+        references.append(folder / REFERENCE_FILE.format(len(references)))
+    missing = [p.name for p in (source, folder / REFERENCE_FILE.format(0)) if not p.is_file()]
+    if missing:
+        raise FileNotFoundError(f"DUC-2004 folder {str(folder)!r} has no {' or '.join(missing)}; {SOURCE}.")
+    lengths = {path.name: _count_lines(path) for path in [source, *references]}
+    if len(set(lengths.values())) != 1:
+        listed = ", ".join(f"{name} {count:,} lines" for name, count in lengths.items())
+        raise ValueError(f"The DUC-2004 files in {str(folder)!r} differ in length ({listed}); every file needs one "
+                         "line per document, in the same order.")
+    return source, references
+
+
+def _count_lines(path: Path) -> int:
+    """Lines of a text file as the readers count them (a final newline adds no line)."""
+    data = path.read_bytes()
+    return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
