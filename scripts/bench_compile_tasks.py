@@ -72,6 +72,7 @@ def fit_args(job: str, full: bool, quick: bool, steps: int, root: Path, compiled
     if job == "multi30k_gru" or job == "imdb_caru":
         args += ["--data.init_args.cache_dir", str(root / "cache")]
     args += ["--model.init_args.compile", "true" if compiled else "false",
+             "--model.init_args.lr_scheduler", "null",  # no validation here, so nothing for a plateau scheduler
              "--trainer.max_steps", str(steps), "--trainer.limit_train_batches", str(steps),
              "--trainer.limit_val_batches", "0", "--trainer.num_sanity_val_steps", "0",
              "--trainer.logger", "false", "--trainer.enable_checkpointing", "false",

@@ -224,3 +224,39 @@ def test_seq2seq_compiled_trains_and_decodes_as_eager(cell: str) -> None:
         assert [[h.tokens for h in hyps] for hyps in got] == [[h.tokens for h in hyps] for hyps in want]
         for hyps_got, hyps_want in zip(got, want):
             assert [h.score for h in hyps_got] == pytest.approx([h.score for h in hyps_want], abs=1e-4)
+
+
+def _logic_mufuru(root, batch: int) -> List[str]:
+    from .test_resume_and_ddp import ROOT, common
+
+    return ["--config", str(ROOT / "configs" / "logic" / "mufuru.yaml"), "--data.init_args.train_size", "96",
+            "--data.init_args.val_size", "16", "--data.init_args.test_size", "16", "--data.init_args.batch_size",
+            str(batch), "--trainer.limit_val_batches", "2", "--model.init_args.compile", "true"] + common(root)
+
+
+@pytest.mark.slow
+@pytest.mark.real_data
+def test_compiled_ddp_two_processes_train_as_one_on_the_doubled_batch(data_dir, tmp_path) -> None:
+    from .test_reliability import assert_ddp_matches_one_process
+
+    assert_ddp_matches_one_process(lambda devices, batch: _logic_mufuru(tmp_path / f"run{devices}", batch), tmp_path)
+
+
+@pytest.mark.slow
+@pytest.mark.real_data
+def test_compiled_fit_resumes_exactly_after_sigterm(data_dir, tmp_path, capsys) -> None:
+    from lit_rnncells.cli import run
+
+    from .test_reliability import losses, recorder, with_callbacks
+
+    args = lambda root: ["fit", *_logic_mufuru(root, 8), "--trainer.max_steps", "8"]
+    full, cut = tmp_path / "full.jsonl", tmp_path / "cut.jsonl"
+    assert run(args(tmp_path / "a") + with_callbacks(recorder(full))) == 0
+    stop = {"class_path": "tests.examples.recorders.SigtermAtStep", "init_args": {"step": 3}}
+    assert run(args(tmp_path / "b") + with_callbacks(recorder(cut), stop)) == 143
+    ckpt = next((tmp_path / "b").rglob("interrupted.ckpt"))
+    assert run(args(tmp_path / "b") + with_callbacks(recorder(cut)) + ["--ckpt_path", str(ckpt)]) == 0
+    uninterrupted, resumed = losses(full), losses(cut)
+    assert sorted(resumed) == sorted(uninterrupted) == list(range(1, 9))
+    for step in uninterrupted:
+        assert resumed[step] == pytest.approx(uninterrupted[step], rel=1e-6), step
