@@ -45,8 +45,8 @@ from torch import Tensor
 from torch.utils.data import DataLoader
 
 from ..cells.base import check_positive
-from .batching import BucketedBatches, ResumableBatchesMixin, batch_loader, pad_batch
 from . import duc
+from .batching import BucketedBatches, ResumableBatchesMixin, batch_loader, pad_batch
 from .checkpoint_state import datamodule_state
 from .subword import BOS_ID, EOS_ID, PAD_ID, SubwordTokenizer, check_tokenizer
 from .text import cached, default_cache_dir, file_fingerprint, is_hub_id, local_or_hub
