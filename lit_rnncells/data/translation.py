@@ -50,9 +50,9 @@ from torch.utils.data import DataLoader
 from ..cells.base import check_positive
 from . import hub
 from ..paths import read_stdin, read_text_file
-from .batching import BucketedBatches, ResumableBatchesMixin, batch_loader, pad_batch
 from .check import SplitCheckMixin
 from . import duc
+from .batching import BucketedBatches, ResumableBatchesMixin, batch_loader, pad_batch
 from .checkpoint_state import datamodule_state
 from .subword import BOS_ID, EOS_ID, PAD_ID, SubwordTokenizer, check_tokenizer
 from .text import cached, default_cache_dir, file_fingerprint, is_hub_id, local_or_hub

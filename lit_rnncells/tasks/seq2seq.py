@@ -48,7 +48,8 @@ from .base import CellSpec, RecurrentTask, cell_config, resolve_cell
 EVAL_METRICS = ("sacrebleu", "tok_bleu", "rouge")
 SIGNATURE_LABELS = {"sacrebleu": "sacreBLEU", "tok_bleu": "tokenised BLEU (sacreBLEU)", "rouge": "ROUGE (rouge-score)"}
 DECODING_OPTIONS = ("beam_size", "val_beam_size", "n_best", "length_penalty", "length_penalty_alpha", "min_length",
-                    "max_length_a", "max_length_b", "no_repeat_ngram_size", "ban_unk", "eval_metrics", "rouge_max_bytes")
+                    "max_length_a", "max_length_b", "no_repeat_ngram_size", "ban_unk", "eval_metrics",
+                    "rouge_max_bytes")
 """Inference settings, not part of the model: kept out of the checkpoint's hparams, so the config (or
 ``--model.init_args.beam_size`` etc.) given to ``test`` / ``predict`` applies to a trained checkpoint."""
 Record = Tuple[int, str, str, Tuple[str, ...], Tuple[str, ...]]
