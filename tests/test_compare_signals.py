@@ -32,8 +32,8 @@ def test_sigterm_to_compare_stops_its_child_with_a_checkpoint_and_the_folder_sta
     out = tmp_path / "out"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
            "WANDB_MODE": "disabled", "OMP_NUM_THREADS": "1"}
-    proc = subprocess.Popen([sys.executable, "-m", "lit_rnncells.compare", *ARGS, "--out", str(out), *EXTRA], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, "-m", "lit_rnncells.compare", *ARGS, "--out", str(out), *EXTRA],
+                            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         folder = out / "GRU-h4-s1"
         wait_for(folder / "config.yaml", proc)  # the child is training (its signal handlers are in place)

@@ -122,7 +122,8 @@ def test_a_max_steps_stop_then_resume_gives_the_uninterrupted_losses(task, data_
     cut = tmp_path / "cut.jsonl"
     assert run(args(tmp_path / "b", 5) + with_callbacks(recorder(cut))) == 0
     last = next((tmp_path / "b").rglob("last.ckpt"))  # in the run folder: resuming writes there too
-    assert run(args(tmp_path / "b", 10) + with_callbacks(recorder(cut)) + ["--ckpt_path", str(last)]) == 0
+    resume = args(tmp_path / "b", 10) + with_callbacks(recorder(cut)) + ["--ckpt_path", str(last)]
+    assert run(resume) == 0
     uninterrupted, resumed = losses(full), losses(cut)
     assert sorted(resumed) == sorted(uninterrupted) == list(range(1, 11))
     for step in uninterrupted:
