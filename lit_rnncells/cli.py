@@ -28,8 +28,9 @@ from .quiet import quiet_known_noise
 from . import run_folder as _run_folder
 from .tasks.base import RecurrentTask
 
-# Sizes that come from the data flow into the model when the model has a parameter of that name.
 PROG = "python -m lit_rnncells"
+"""How usage lines name the command line."""
+# Sizes that come from the data flow into the model when the model has a parameter of that name.
 DATA_TO_MODEL_LINKS = ("vocab_size", "num_classes", "pad_id", "source_vocab_size", "target_vocab_size",
                        "bos_id", "eos_id")
 
@@ -168,8 +169,8 @@ class LitRNNCellsCLI(LightningCLI):
         trainer = trainer if trainer is not None else {}
         why = _run_folder.finished(read_checkpoint(ckpt_path), trainer.get("max_epochs"), trainer.get("max_steps"))
         if why is not None:
-            print(f"Nothing to resume: the run of {ckpt_path} had finished ({why}, and resume with the same "
-                  "command); nothing was trained, tested or logged.", flush=True)
+            print(f"Nothing to resume: the run of {ckpt_path} had finished: {why}, and resume with the same "
+                  "command. Nothing was trained, tested or logged.", flush=True)
             raise SystemExit(0)
 
     def _prepare_run_folder(self, config: Any) -> None:
