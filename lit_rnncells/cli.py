@@ -30,8 +30,9 @@ from .start_checks import check_accelerator, check_output_paths, report_start
 from . import run_folder as _run_folder
 from .tasks.base import RecurrentTask
 
-# Sizes that come from the data flow into the model when the model has a parameter of that name.
 PROG = "python -m lit_rnncells"
+"""How usage lines name the command line."""
+# Sizes that come from the data flow into the model when the model has a parameter of that name.
 DATA_TO_MODEL_LINKS = ("vocab_size", "num_classes", "pad_id", "source_vocab_size", "target_vocab_size",
                        "bos_id", "eos_id")
 
@@ -178,8 +179,8 @@ class LitRNNCellsCLI(LightningCLI):
         trainer = trainer if trainer is not None else {}
         why = _run_folder.finished(read_checkpoint(ckpt_path), trainer.get("max_epochs"), trainer.get("max_steps"))
         if why is not None:
-            print(f"Nothing to resume: the run of {ckpt_path} had finished ({why}, and resume with the same "
-                  "command); nothing was trained, tested or logged.", flush=True)
+            print(f"Nothing to resume: the run of {ckpt_path} had finished: {why}, and resume with the same "
+                  "command. Nothing was trained, tested or logged.", flush=True)
             raise SystemExit(0)
 
     def _prepare_run_folder(self, config: Any) -> None:
@@ -412,7 +413,6 @@ def run(args: Optional[List[str]] = None) -> int:
     shows the full traceback instead. Internal errors always show their traceback."""
     debug = os.environ.get(TRACEBACK_ENV, "") not in ("", "0")
     _callbacks.INTERRUPTED_EXIT_CODE = None
-    os.environ.pop(_run_folder.ENV, None)
     try:
         main(args, parser_kwargs=None if debug else {"exit_on_error": False})
     except SystemExit as stop:  # --help, --print_config, SIGTERM (Lightning's SIGTERMException), Ctrl-C
@@ -427,6 +427,8 @@ def run(args: Optional[List[str]] = None) -> int:
         return 1 if isinstance(error, TrainingDiverged) else 2
     finally:
         _run_folder.unlock()  # and remove a run folder this call created but never wrote to
+        if os.environ.get("LOCAL_RANK", "0") == "0":
+            os.environ.pop(_run_folder.ENV, None)  # the next fit in this process chooses its own folder
     return 0
 
 

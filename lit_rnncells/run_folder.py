@@ -19,7 +19,7 @@ import os
 import re
 import time
 from pathlib import Path
-from typing import Dict, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 try:  # POSIX; without it (Windows) a run folder is not locked
     import fcntl
@@ -37,7 +37,9 @@ ENV = "LIT_RNNCELLS_RUN_DIR"
 """Set by the launching process to the run folder it chose, so DDP ranks it starts use the same one."""
 
 _held: Dict[str, int] = {}  # run folder -> file descriptor of its held lock
-_created: set = set()  # run folders this process created (removed again if a fit fails before writing to them)
+_created: Dict[str, List[Path]] = {}
+"""Run folders this process created, with the parent folders it created for them (all removed again, when
+empty, if the fit fails before writing anything)."""
 
 
 class RunFolderError(ValueError):
@@ -47,12 +49,13 @@ class RunFolderError(ValueError):
 def new_run_folder(root: Path) -> Path:
     """A fresh ``<root>/<YYYYmmdd-HHMMSS>`` folder (``-1``, ``-2``, ... when that second is taken), created."""
     stamp = time.strftime("%Y%m%d-%H%M%S")
+    missing = [p for p in [root, *root.parents] if not p.exists()]
     root.mkdir(parents=True, exist_ok=True)
     for n in range(1000):
         folder = root / (stamp if n == 0 else f"{stamp}-{n}")
         try:
             folder.mkdir()
-            _created.add(str(folder.resolve()))
+            _created[str(folder.resolve())] = missing
             return folder
         except FileExistsError:
             continue
@@ -98,8 +101,9 @@ def choose(run_dir: Optional[str], ckpt_path: Optional[str], root: Optional[str]
                    else "pass a new --run_dir")
             raise RunFolderError(f"The run folder {folder} already holds another run ({found}); {fix}.")
         if not folder.exists():
+            missing = [p for p in folder.parents if not p.exists()]
             folder.mkdir(parents=True)
-            _created.add(str(folder))
+            _created[str(folder)] = missing
         return folder, found is not None
     if ckpt_folder is not None:
         return ckpt_folder, True
@@ -166,10 +170,13 @@ def unlock(folder: Optional[Path] = None) -> None:
         if fd is not None:
             os.close(fd)  # closing the descriptor releases the flock
         path = Path(key)
-        if key in _created and path.is_dir() and {p.name for p in path.iterdir()} <= {LOCK_NAME}:
+        parents = _created.pop(key, None)
+        if parents is not None and path.is_dir() and {p.name for p in path.iterdir()} <= {LOCK_NAME}:
             (path / LOCK_NAME).unlink(missing_ok=True)
             path.rmdir()  # a fit that failed before writing anything leaves no empty run folder
-        _created.discard(key)
+            for parent in parents:  # deepest first
+                if parent.is_dir() and not any(parent.iterdir()):
+                    parent.rmdir()
 
 
 def _logger_class(class_path: str) -> Optional[type]:

@@ -689,6 +689,33 @@ def test_analysis_output_under_a_file(earlier, workdir, capsys):
                         "--output 'notes.txt/ops.png' is under 'notes.txt', which is a file")
 
 
+# --- run folders (issue 19, items 19 and 20) -----------------------------------------------------------------
+def test_a_run_folder_holding_another_run(workdir, capsys):
+    """A second fit named into a folder that holds another run's config, checkpoints and logs is refused before
+    it writes anything (two fits used to share metrics.csv and lose checkpoints)."""
+    earlier_run = next(workdir.rglob("config.yaml")).parent
+    expect_error(capsys, workdir, ["fit", "--config", LOGIC, *TINY_LOGIC, *QUIET, "--run_dir", str(earlier_run)],
+                 f"The run folder {earlier_run} already holds another run", "--run_dir", code=2)
+
+
+def test_a_run_folder_another_fit_is_writing_to(workdir, capsys):
+    """A folder whose lock another process holds (a fit still training, e.g. an orphaned compare child)."""
+    import fcntl
+
+    from lit_rnncells.run_folder import LOCK_NAME
+
+    busy = workdir / "busy"
+    busy.mkdir()
+    fd = os.open(busy / LOCK_NAME, os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.write(fd, b"31337")
+        expect_error(capsys, workdir, ["fit", "--config", LOGIC, *TINY_LOGIC, *QUIET, "--run_dir", str(busy)],
+                     "is in use by another fit (process 31337)", "--run_dir", code=2)
+    finally:
+        os.close(fd)
+
+
 def test_the_catalogue_is_large_enough():
     probes = len(CLI_PROBES) + len(LM_PROBES) + sum(1 for name in globals() if name.startswith("test_")) - 3
     assert probes >= 40, probes

@@ -93,6 +93,8 @@ def test_ddp_two_cpu_processes_with_bf16(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     assert "test/acc" in result.stdout
     assert "world_size=2" in result.stderr + result.stdout or "distributed_backend=gloo" in result.stderr + result.stdout
+    folders = [p for p in tmp_path.iterdir() if p.is_dir()]
+    assert len(folders) == 1 and (folders[0] / "config.yaml").is_file()  # rank 1 used rank 0's run folder
 
 
 def test_ckpt_path_reaches_a_datamodule_that_accepts_it_in_test_and_predict_not_in_fit(tmp_path, monkeypatch):

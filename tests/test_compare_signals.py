@@ -32,8 +32,8 @@ def test_sigterm_to_compare_stops_its_child_with_a_checkpoint_and_the_folder_sta
     out = tmp_path / "out"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
            "WANDB_MODE": "disabled", "OMP_NUM_THREADS": "1"}
-    proc = subprocess.Popen([sys.executable, "-m", "lit_rnncells.compare", *ARGS, "--out", str(out), *EXTRA], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, "-m", "lit_rnncells.compare", *ARGS, "--out", str(out), *EXTRA],
+                            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         folder = out / "GRU-h4-s1"
         wait_for(folder / "config.yaml", proc)  # the child is training (its signal handlers are in place)
@@ -63,3 +63,17 @@ def test_sigterm_to_compare_stops_its_child_with_a_checkpoint_and_the_folder_sta
         alive = False
     assert not alive, "the training child outlived the runner"
     assert run_folder.lock_holder(folder) is None
+
+
+def test_compare_writes_nothing_outside_out(tmp_path, monkeypatch):
+    """Issue 19 item 5: each run's checkpoints and logs (here a CSV logger's, whose save_dir is relative) stay in
+    its folder under --out; the working folder gains nothing else."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("WANDB_MODE", "disabled")
+    out = tmp_path / "out"
+    assert cmp.main(["--config", CONFIG, "--cells", "GRU", "--seed-list", "1", "--hidden-size", "4", "--budget",
+                     "epochs=1", "--out", str(out), "--no-wandb", *EXTRA, "--trainer.logger",
+                     "lightning.pytorch.loggers.CSVLogger", "--trainer.logger.save_dir", "runs"]) == 0
+    assert [p.name for p in tmp_path.iterdir()] == ["out"]
+    run = out / "GRU-h4-s1"
+    assert (run / "logs" / "metrics.csv").is_file() and list((run / "checkpoints").glob("*.ckpt"))

@@ -60,7 +60,7 @@ def logic_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def fill(command: str, run_folder: Path) -> List[str]:
-    checkpoint = next(p for p in run_folder.glob("*.ckpt") if p.name != "last.ckpt")
+    checkpoint = next(p for p in sorted(run_folder.rglob("*.ckpt")) if p.name != "last.ckpt")
     lines = run_folder / "lines.txt"
     text = (command.replace("<run>/config.yaml", str(run_folder / "config.yaml"))
             .replace("<checkpoint>", str(checkpoint)).replace("<logic checkpoint>", str(checkpoint))

@@ -81,3 +81,50 @@ def test_two_ddp_processes_train_exactly_as_one_process_on_the_same_global_batch
     them, and the loss is the mean over the global batch, so after 3 SGD steps the weights agree."""
     assert_ddp_matches_one_process(
         lambda devices, batch: TASKS[task](data_dir, cache, tmp_path / f"run{devices}", batch, 0.0), tmp_path)
+
+
+def lm(data_dir: Path, cache: Path, root: Path, batch: int, dropout: float) -> List[str]:
+    from .test_reliability import small_lm
+
+    args = small_lm(root)[1:]  # without "fit"
+    cut = args.index("--data.init_args.batch_size")
+    args[cut + 1] = str(batch)
+    return args + ["--trainer.max_epochs", "1", "--test_after_fit", "false", "--seed_everything", "7"]
+
+
+def imdb(data_dir: Path, cache: Path, root: Path, batch: int, dropout: float) -> List[str]:
+    return ["--config", str(ROOT / "configs" / "classification" / "imdb_gru.yaml"),
+            "--model.init_args.embedding_size", "16", "--model.init_args.hidden_size", "12",
+            "--model.init_args.dropout", str(dropout), "--data.init_args.max_length", "48",
+            "--data.init_args.max_vocab_size", "3000", "--data.init_args.batch_size", str(batch),
+            "--data.init_args.eval_batch_size", "32", "--data.init_args.cache_dir", str(cache),
+            "--trainer.limit_val_batches", "2"] + common(root)
+
+
+STEP_LIMIT_TASKS: Dict[str, Callable[..., List[str]]] = {**TASKS, "lm": lm, "imdb": imdb}
+
+
+@pytest.mark.parametrize("task", sorted(STEP_LIMIT_TASKS))
+def test_a_max_steps_stop_then_resume_gives_the_uninterrupted_losses(task, data_dir, cache, tmp_path, capsys):
+    """Issue 19 item 16: ``fit --trainer.max_steps 5`` stops mid-epoch, before any validation; Lightning then
+    validates and saves last.ckpt at the stop, counting the epoch as done; resuming it with ``--trainer.max_steps 10`` continues that epoch at its next batch:
+    steps 6-10 have the losses of a run that went to 10 at once (dropout on where the task has it)."""
+    def args(root: Path, steps: int) -> List[str]:
+        task_args = STEP_LIMIT_TASKS[task](data_dir, cache, root, 8, 0.3)
+        config = Path(task_args[task_args.index("--config") + 1]).read_text()
+        keep = {"class_path": "lightning.pytorch.callbacks.ModelCheckpoint",
+                "init_args": {"monitor": "val/loss", "mode": "min", "save_last": True}}
+        return ["fit", *task_args, "--trainer.max_steps", str(steps), "--trainer.val_check_interval", "null"] + \
+            ([] if "ModelCheckpoint" in config else with_callbacks(keep))  # the config's own, when it has one
+
+    full = tmp_path / "full.jsonl"
+    assert run(args(tmp_path / "a", 10) + with_callbacks(recorder(full))) == 0
+    cut = tmp_path / "cut.jsonl"
+    assert run(args(tmp_path / "b", 5) + with_callbacks(recorder(cut))) == 0
+    last = next((tmp_path / "b").rglob("last.ckpt"))  # in the run folder: resuming writes there too
+    resume = args(tmp_path / "b", 10) + with_callbacks(recorder(cut)) + ["--ckpt_path", str(last)]
+    assert run(resume) == 0
+    uninterrupted, resumed = losses(full), losses(cut)
+    assert sorted(resumed) == sorted(uninterrupted) == list(range(1, 11))
+    for step in uninterrupted:
+        assert resumed[step] == pytest.approx(uninterrupted[step], rel=1e-6), (step, uninterrupted, resumed)

@@ -35,3 +35,29 @@ def datamodule_state(checkpoint_path: str, datamodule_cls: type) -> Dict[str, An
         raise ValueError(f"The checkpoint {checkpoint_path!r} {trained}, not {datamodule_cls.__name__}; use the config it was "
                          "trained with.")
     return checkpoint[key]
+
+
+def reopen_cut_epoch(checkpoint: Dict[str, Any]) -> None:
+    """Make a checkpoint of an epoch cut short (``max_steps`` reached, or a stop requested, before the epoch's
+    last batch) resume that epoch at its next batch, as a checkpoint saved mid-epoch does.
+
+    Lightning counts such an epoch as completed and saves ``epoch`` + 1, while the DataModule's saved position
+    says which batch of the cut epoch comes next; resuming then started the next epoch and skipped the rest of
+    the cut one. Here the epoch counters go back by one, so the loops and the data position agree. A checkpoint
+    whose epoch ended at its last batch, or saved mid-epoch, is left as it is (applying this twice is harmless)."""
+    loop = checkpoint.get("loops", {}).get("fit_loop")
+    if not loop:
+        return
+    batches = loop.get("epoch_loop.batch_progress", {})
+    epochs = loop.get("epoch_progress", {})
+    current = epochs.get("current", {})
+    cut = (not batches.get("is_last_batch", True) and batches.get("current", {}).get("ready", 0) > 0
+           and current.get("ready", 0) > 0 and current.get("completed", 0) == current.get("ready"))
+    if not cut:
+        return
+    for progress in (epochs.get("total", {}), current):
+        for key in ("processed", "completed"):
+            if progress.get(key, 0) > 0:
+                progress[key] -= 1
+    if "epoch" in checkpoint:
+        checkpoint["epoch"] = current["completed"]

@@ -13,6 +13,7 @@ from torch import Tensor
 
 from ..cells.base import CellFactory
 from ..cells.registry import get_cell
+from ..data.checkpoint_state import reopen_cut_epoch
 from ..loggers import log_grouped_hyperparameters
 from ..nn.recurrent import Recurrent
 
@@ -132,9 +133,11 @@ class RecurrentTask(LightningModule):
         (and ``super().on_load_checkpoint``)."""
         checkpoint["lit_rnncells_task"] = f"{type(self).__module__}.{type(self).__qualname__}"
         checkpoint["lit_rnncells_rng"] = self._gathered_rng_state()
+        reopen_cut_epoch(checkpoint)  # a max_steps stop mid-epoch resumes that epoch at its next batch
 
     def on_load_checkpoint(self, checkpoint: dict) -> None:
         """Resuming a fit on as many devices as wrote the checkpoint: each rank takes back its random state."""
+        reopen_cut_epoch(checkpoint)  # checkpoints written before the fix resume exactly too
         saved = checkpoint.get("lit_rnncells_rng")
         trainer = self._trainer
         if saved is None or trainer is None or trainer.state.fn != "fit":

@@ -284,7 +284,9 @@ class LanguageModel(RecurrentTask):
             state = map_state(lambda t: (self.all_gather(t) if world > 1 else t.unsqueeze(0)).cpu(), state)
         checkpoint["language_model"] = {
             "vocab": None if self.vocab is None else self.vocab.state_dict(),
-            "train_state": state, "epoch": self.current_epoch if self._trainer is not None else 0,
+            # the checkpoint's epoch: a max_steps stop mid-epoch resumes that epoch (reopen_cut_epoch)
+            "train_state": state,
+            "epoch": checkpoint.get("epoch", self.current_epoch if self._trainer is not None else 0),
             "world_size": world, "val_history": list(self._val_history), "asgd": self._asgd,
             "asgd_average": {k: v.detach().cpu() for k, v in (self._averages() or {}).items()} or None,
         }
@@ -307,7 +309,8 @@ class LanguageModel(RecurrentTask):
         world = self.trainer.world_size if self._trainer is not None else 1
         if saved.get("train_state") is not None and saved.get("world_size") == world:
             rank = self.global_rank if self._trainer is not None else 0
-            self._pending = {"epoch": saved["epoch"], "state": map_state(lambda t: t[rank], saved["train_state"])}
+            epoch = min(saved["epoch"], checkpoint.get("epoch", saved["epoch"]))  # older cut-epoch checkpoints
+            self._pending = {"epoch": epoch, "state": map_state(lambda t: t[rank], saved["train_state"])}
         elif saved.get("train_state") is not None:
             rank_zero_warn(f"Resuming on {world} devices from a run on {saved.get('world_size')}: "
                            "the streams differ, so the epoch restarts with a fresh state.")
