@@ -52,7 +52,7 @@ def _data_args(dataset: str, data_dir: Path, tmp_path: Path, cache: Path) -> Lis
     if dataset in ("multi30k", "iwslt14", "iwslt17", "gigaword"):  # seq2seq: the first pairs of every split
         return ["--data.init_args.data_dir", str(data_dir / dataset), "--data.init_args.limit", "40",
                 "--data.init_args.cache_dir", str(cache), "--data.init_args.batch_size", "2",
-                "--data.init_args.eval_batch_size", "2"]
+                "--data.init_args.eval_batch_size", "1"]  # 2 batches of 1: decoding 2 sentences per split
     if dataset == "text8":  # not in the shared data: the same reader and split on a small real-text file
         source = ["--data.init_args.data_dir", str(_text8_from_ptb(data_dir / "ptb", tmp_path / "text8")),
                   "--data.init_args.split_sizes", "[5000, 500, 500]"]
