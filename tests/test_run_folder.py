@@ -157,3 +157,12 @@ def test_logic_predict_writes_one_line_per_test_formula_in_order(tmp_path, monke
     printed = capsys.readouterr()
     assert f"predict: wrote 32 lines to {out}" in printed.out
     assert "Couldn't infer the batch indices" not in printed.err + printed.out  # item 13
+
+
+def test_a_logger_save_dir_is_where_run_folders_go(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert run(["fit", *TINY, "--trainer.logger", "lightning.pytorch.loggers.CSVLogger",
+                "--trainer.logger.save_dir", "elsewhere"]) == 0
+    assert [p.name for p in tmp_path.iterdir()] == ["elsewhere"]
+    folder = next((tmp_path / "elsewhere").iterdir())
+    assert (folder / "config.yaml").is_file() and (folder / "logs" / "metrics.csv").is_file()
