@@ -2,6 +2,7 @@
 predict from a checkpoint in input order, and run_seeds' table."""
 from __future__ import annotations
 
+import importlib
 import os
 import subprocess
 import sys
@@ -13,7 +14,7 @@ import torch
 from lightning.pytorch import Callback, Trainer, seed_everything
 from lightning.pytorch.callbacks import ModelCheckpoint
 
-from lit_rnncells.cli import main
+from lit_rnncells.cli import main, run
 from lit_rnncells.data.sentiment import AspectSentimentDataModule, DocumentSentimentDataModule
 from lit_rnncells.tasks import AspectClassifier, DocumentClassifier
 
@@ -147,7 +148,7 @@ def run_cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=900)
 
 
-def test_predict_from_a_checkpoint_keeps_input_order(tmp_path, absa_config, monkeypatch):
+def test_predict_from_a_checkpoint_keeps_input_order(tmp_path, absa_config, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     cli = main(["fit", "--config", str(absa_config), "--trainer.limit_train_batches", "5",
                 "--trainer.limit_val_batches", "2", "--trainer.default_root_dir", str(tmp_path)])
@@ -162,9 +163,9 @@ def test_predict_from_a_checkpoint_keeps_input_order(tmp_path, absa_config, monk
     for order in (lines, lines[::-1]):
         src, out = tmp_path / "in.tsv", tmp_path / "out.txt"
         src.write_text("\n".join(order) + "\n")
-        result = run_cli(tmp_path, "predict", "--config", str(absa_config), "--ckpt_path", ckpt,
-                         "--data.init_args.predict_file", str(src), "--predict_output", str(out))
-        assert result.returncode == 0, result.stderr[-3000:]
+        # in-process, as the README's predict command runs in test_readme_commands; a subprocess proves no more
+        assert run(["predict", "--config", str(absa_config), "--ckpt_path", ckpt, "--data.init_args.predict_file",
+                    str(src), "--predict_output", str(out)]) == 0, capsys.readouterr().err[-3000:]
         outputs.append(out.read_text().splitlines())
     assert len(outputs[0]) == len(lines) == len(outputs[1])
     for a, b in zip(outputs[0], outputs[1][::-1]):  # each line's prediction follows the line, whatever the order
@@ -175,15 +176,20 @@ def test_predict_from_a_checkpoint_keeps_input_order(tmp_path, absa_config, monk
         assert label in ("negative", "neutral", "positive", "conflict") and 0.25 <= float(prob) <= 1.0
 
 
-def test_run_seeds_tiny_budget_prints_mean_and_std(tmp_path, absa_config):
-    env = child_env()
-    result = subprocess.run([sys.executable, str(ROOT / "scripts" / "run_seeds.py"), "--config", str(absa_config),
-                             "--seed-list", "1", "2", "--out", str(tmp_path / "runs"), "--",
-                             "--trainer.limit_train_batches", "3", "--trainer.limit_val_batches", "2",
-                             "--trainer.limit_test_batches", "2"],
-                            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
-    assert result.returncode == 0, result.stderr[-3000:]
-    table = result.stdout[result.stdout.index("| config"):]
+def script(name: str, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """``scripts/<name>.py`` imported in this process (its seeds still train in fresh processes, through the
+    comparison runner): the script's own process would only pay the imports again."""
+    monkeypatch.syspath_prepend(str(ROOT / "scripts"))
+    return importlib.import_module(name)
+
+
+def test_run_seeds_tiny_budget_prints_mean_and_std(tmp_path, absa_config, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    script("run_seeds", monkeypatch).main(["--config", str(absa_config), "--seed-list", "1", "2", "--out",
+                                           str(tmp_path / "runs"), "--", "--trainer.limit_train_batches", "3",
+                                           "--trainer.limit_val_batches", "2", "--trainer.limit_test_batches", "2"])
+    stdout = capsys.readouterr().out
+    table = stdout[stdout.index("| config"):]
     assert "test/acc (%)" in table and "test/f1 (%)" in table and "best val/acc (%)" in table
     row = table.splitlines()[2]
     assert row.startswith("| absa | 1, 2 |") and row.count("±") >= 4
@@ -213,7 +219,7 @@ def run_script(tmp_path: Path, cache: str, *args: str) -> str:
 
 @pytest.mark.slow
 def test_bench_imdb_runs_reference_and_ours_side_by_side(tmp_path, cache, data_dir, reference_programs):
-    out = run_script(tmp_path, cache, str(ROOT / "scripts" / "bench_imdb.py"), "--limit", "200", "--epochs", "1",
+    out = run_script(tmp_path, cache, str(ROOT / "scripts" / "bench_imdb.py"), "--limit", "100", "--epochs", "1",
                      "--cells", "GRU", "CARU", "--reference", str(reference_programs / "imdb_gru.py"))
     assert "ANCHOR imdb_gru epochs=1" in out
     assert "| reference nn.GRU (imdb_gru.py) |" in out and "| ours DocumentClassifier CARU |" in out
@@ -232,8 +238,11 @@ def test_bench_imdb_without_the_reference_program_says_how_to_give_it(tmp_path):
 
 
 @pytest.mark.slow
-def test_bench_absa_tiny_prints_both_models_and_the_ordering(tmp_path, cache, data_dir):
-    out = run_script(tmp_path, cache, str(ROOT / "scripts" / "bench_absa.py"), "--seeds", "2", "--epochs", "1",
-                     "--limit-batches", "2", "--hidden", "8", "--embedding", "8", "--out", str(tmp_path / "runs"))
+def test_bench_absa_tiny_prints_both_models_and_the_ordering(tmp_path, cache, data_dir, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("LIT_RNNCELLS_CACHE", cache)  # the seeds' processes inherit it
+    script("bench_absa", monkeypatch).main(["--seeds", "2", "--epochs", "1", "--limit-batches", "2", "--hidden", "8",
+                                            "--embedding", "8", "--out", str(tmp_path / "runs")])
+    out = capsys.readouterr().out
     assert "| GRU+DT | 1, 2 |" in out and "| capMZU+DT | 1, 2 |" in out and "test/f1 (%)" in out
     assert "Paper's ordering (capMZU+DT > GRU+DT)" in out

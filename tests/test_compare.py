@@ -126,3 +126,14 @@ def test_a_steps_budget_shorter_than_an_epoch_still_validates_and_keeps_a_best_c
     curves = json.loads((tmp_path / rows[0]["run_id"] / "curves.json").read_text())
     assert [p["step"] for p in curves["validation"]] == [3]
     assert "validating at step 3 instead" in (tmp_path / rows[0]["run_id"] / "log.txt").read_text()
+
+
+def test_the_runner_reports_on_the_current_stderr_not_the_one_at_import(tmp_path, capsys):
+    """``log`` defaults to ``sys.stderr`` as it is at the call (a script run in-process under a captured, later
+    closed stream once broke the next caller)."""
+    spec = cmp.RunSpec(run_id="GRU-s1", folder=str(tmp_path / "GRU-s1"), config=CONFIG, cell="GRU", seed=1, grid={},
+                       hidden_size=4, budget="steps=1", monitor="val/acc", mode="max")
+    Path(spec.folder).mkdir()
+    (Path(spec.folder) / cmp.RESULT_FILE).write_text(json.dumps({"run_id": spec.run_id}))
+    assert cmp.run_specs([spec]) == [{"run_id": "GRU-s1"}]
+    assert "[1/1] GRU-s1 finished earlier, kept" in capsys.readouterr().err

@@ -332,8 +332,10 @@ def launch(spec: RunSpec, env: Optional[Dict[str, str]] = None) -> Optional[Dict
 def plan(config: str, cells: Sequence[Any], seeds: Sequence[int], budget: Budget, out: Path,
          grid: List[Tuple[str, List[str]]], hidden_size: Optional[int], match_params: Optional[str],
          monitor: str, mode: str, extra: Sequence[str], test_every_epoch: bool, no_wandb: bool,
-         log: Any = sys.stderr) -> List[RunSpec]:
-    """Every grid point x cell x seed as a :class:`RunSpec`, hidden sizes matched per grid point."""
+         log: Any = None) -> List[RunSpec]:
+    """Every grid point x cell x seed as a :class:`RunSpec`, hidden sizes matched per grid point (reported on
+    ``log``, default the current ``sys.stderr``)."""
+    log = sys.stderr if log is None else log
     specs: List[RunSpec] = []
     keys = [k for k, _ in grid]
     for values in product(*[v for _, v in grid]):
@@ -402,10 +404,12 @@ def check_arguments(specs: Sequence[RunSpec]) -> None:
             sys.argv = argv
 
 
-def run_specs(specs: Sequence[RunSpec], env: Optional[Dict[str, str]] = None, log: Any = sys.stderr,
+def run_specs(specs: Sequence[RunSpec], env: Optional[Dict[str, str]] = None, log: Any = None,
               failed: Optional[List[str]] = None) -> List[Dict[str, Any]]:
     """Run each spec in its own process, or reuse its ``result.json`` when it finished earlier (resume); the
-    results in order. A failed run is reported on ``log`` and its id appended to ``failed``."""
+    results in order. A failed run is reported on ``log`` (default: the current ``sys.stderr``, looked up at
+    the call, not at import) and its id appended to ``failed``."""
+    log = sys.stderr if log is None else log
     results: List[Dict[str, Any]] = []
     failed = [] if failed is None else failed
     for i, spec in enumerate(specs, 1):
@@ -432,13 +436,14 @@ def compare(config: str, cells: Sequence[Union[str, Dict[str, Any]]], seeds: Uni
             match_params: Optional[Union[int, str]] = None, hidden_size: Optional[int] = None,
             vary: Sequence[str] = (), monitor: Optional[str] = None, mode: Optional[str] = None,
             extra: Sequence[str] = (), test_every_epoch: bool = False, no_wandb: bool = False,
-            env: Optional[Dict[str, str]] = None, log: Any = sys.stderr,
+            env: Optional[Dict[str, str]] = None, log: Any = None,
             failed: Optional[List[str]] = None) -> List[Dict[str, Any]]:
     """Run (or reuse the finished runs of) a comparison and write its CSV, table and plots; the CSV's rows.
 
     ``seeds`` is a count (seeds 1..N) or a list; ``cells`` are names or ``Name(key=value,...)`` strings or
     ``{class_path, init_args}`` dicts. Failed runs are reported on ``log``, left out of the rows and their ids
-    appended to ``failed`` when given."""
+    appended to ``failed`` when given; ``log`` defaults to the current ``sys.stderr``."""
+    log = sys.stderr if log is None else log
     if not Path(config).is_file():
         raise CompareError(f"The config {config!r} does not exist; pass the path of a task config, e.g. "
                            "configs/logic/gru.yaml.")
