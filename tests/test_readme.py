@@ -47,3 +47,16 @@ def test_the_readme_refers_only_to_files_in_the_repository():
     for link in re.findall(r"\]\(([^)#:]+)\)", README):
         assert (root / link).exists(), link
     assert "DESIGN.md" not in README and "my_package" not in README
+
+
+def test_the_readme_reads_in_five_minutes():
+    """At most 16 KB: the detail lives in docs/ (issue: the daily loop)."""
+    size = len(README.encode("utf-8"))
+    assert size <= 16 * 1024, f"README.md is {size:,} bytes; move detail into docs/"
+
+
+def test_the_readme_test_command_is_the_one_ci_runs():
+    ci = (Path(__file__).resolve().parents[1] / ".ci" / "run").read_text()
+    readme_test = re.search(r"^(python -m pytest[^#\n]*?)\s+# test", README, re.M).group(1).split()
+    ci_test = re.search(r"^python -m pytest[^#\n]*", ci, re.M).group(0).split()
+    assert all(word in ci_test for word in readme_test), (readme_test, ci_test)
