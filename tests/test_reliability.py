@@ -250,9 +250,18 @@ def assert_ddp_matches_one_process(fit_args: Callable[[int, int], List[str]], tm
                                  "init_args": {"path": str(out)}})]
         if devices > 1:
             args += ["--trainer.strategy", "ddp"]
-        proc = subprocess.run([sys.executable, "-m", "lit_rnncells", *args], cwd=tmp_path, env=env,
-                              capture_output=True, text=True, timeout=600)
-        assert proc.returncode == 0, proc.stderr[-3000:]
+            proc = subprocess.run([sys.executable, "-m", "lit_rnncells", *args], cwd=tmp_path, env=env,
+                                  capture_output=True, text=True, timeout=600)
+            assert proc.returncode == 0, proc.stderr[-3000:]
+        else:  # one process: in this one (a fresh one would only pay the imports again), on one thread as the ranks
+            here, threads = os.getcwd(), torch.get_num_threads()
+            os.chdir(tmp_path)
+            torch.set_num_threads(1)
+            try:
+                assert run(args) == 0
+            finally:
+                torch.set_num_threads(threads)
+                os.chdir(here)
         weights[devices] = torch.load(out, weights_only=True)
     for key in weights[1]:
         torch.testing.assert_close(weights[2][key], weights[1][key], atol=2e-6, rtol=1e-5, msg=key)
