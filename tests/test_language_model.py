@@ -267,13 +267,13 @@ def test_ddp_two_processes_smoke_and_metric_reduction(tmp_path: Path) -> None:
               "--trainer.devices", "2", "--trainer.strategy", "ddp", "--data.init_args.eval_batch_size", "2"]
     fit = subprocess.run([sys.executable, "-m", "lit_rnncells", "fit", *args, *common,
                           "--trainer.val_check_interval", "1.0"],
-                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert fit.returncode == 0, fit.stderr[-3000:]
     ckpt = next((tmp_path / "run").rglob("last.ckpt"))
     state = torch.load(ckpt, weights_only=False)["language_model"]["train_state"]
     assert state[0].shape[:3] == (2, 1, 4)  # both ranks' carried states, for resuming on 2 devices
     val = subprocess.run([sys.executable, "-m", "lit_rnncells", "validate", *args, *common, "--ckpt_path", str(ckpt)],
-                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert val.returncode == 0, val.stderr[-3000:]
     ddp_loss = float(re.search(r"val/loss\s*│?\s*([0-9.]+)", val.stdout).group(1))
     dm = data(folder, eval_batch_size=4, bptt=20)
