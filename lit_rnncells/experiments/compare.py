@@ -343,12 +343,9 @@ def check_resumable(specs: Sequence[RunSpec]) -> None:
     """Before any run starts: no unfinished run with a checkpoint was started with other settings."""
     for spec in specs:
         folder = Path(spec.folder)
-        if (folder / RESULT_FILE).is_file():
-            continue
-        for name in RESUME_FILES:
-            if (folder / run_folder.CHECKPOINTS / name).is_file():
-                refuse_other_settings(spec, folder / run_folder.CHECKPOINTS / name)
-                break
+        found = resume_checkpoint(folder) if folder.is_dir() and not (folder / RESULT_FILE).is_file() else None
+        if found is not None:
+            refuse_other_settings(spec, found[0])
 
 
 def prepare_folder(spec: RunSpec) -> Optional[Tuple[Path, int]]:

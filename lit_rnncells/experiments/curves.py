@@ -60,6 +60,7 @@ class LearningCurves(Callback):
         self._val_start: Optional[float] = None
         self._val_seconds = 0.0
         self._seconds_before = 0.0  # seconds of the fits this one resumes (from the checkpoint)
+        self._loaded: Optional[Dict[str, Any]] = None  # a checkpoint's state, applied when a fit starts
 
     @property
     def seconds(self) -> float:
@@ -73,7 +74,13 @@ class LearningCurves(Callback):
         return self.tokens / train_seconds if train_seconds > 0 else 0.0
 
     def on_fit_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
+        if self._loaded is not None:
+            self._resume(self._loaded)
+        self._loaded = None
         self._start = time.perf_counter()
+
+    def teardown(self, trainer: Trainer, pl_module: LightningModule, stage: str) -> None:
+        self._loaded = None  # a test of a checkpoint restores its state too: that is not a resume
 
     def on_train_batch_end(self, trainer: Trainer, pl_module: LightningModule, outputs: Any, batch: Any,
                            batch_idx: int) -> None:
@@ -102,10 +109,22 @@ class LearningCurves(Callback):
                 "tokens": self.tokens, "seconds": self.seconds, "val_seconds": self._val_seconds}
 
     def load_state_dict(self, state_dict: Dict[str, Any]) -> None:
-        """Continue from a checkpoint's curves (Lightning calls this before ``on_fit_start``); the file is
-        rewritten from them, dropping points recorded after that checkpoint was saved."""
+        """Keep a checkpoint's curves; a fit resumed from it (Lightning calls this before ``on_fit_start``)
+        continues them. Testing a checkpoint restores callbacks too, and changes nothing here."""
+        self._loaded = dict(state_dict)
+
+    def _resume(self, state_dict: Dict[str, Any]) -> None:
+        """Continue from a checkpoint's curves; the file is rewritten from them, dropping points recorded after
+        that checkpoint was saved, but keeping the per-epoch test points of a fit that had ended."""
+        kept_tests: List[Dict[str, Any]] = []
+        if self.path.is_file():
+            try:
+                kept_tests = read_curves(self.path).get("test", [])
+            except (OSError, ValueError):
+                kept_tests = []
         self.validation = [dict(p) for p in state_dict.get("validation", [])]
         self.test = [dict(p) for p in state_dict.get("test", [])]
+        self.test += [p for p in kept_tests if p.get("epoch") not in {t["epoch"] for t in self.test}]
         self.tokens = int(state_dict.get("tokens", 0))
         self._seconds_before = float(state_dict.get("seconds", 0.0))
         self._val_seconds = float(state_dict.get("val_seconds", 0.0))
@@ -114,6 +133,7 @@ class LearningCurves(Callback):
 
     def add_test(self, epoch: int, step: int, metrics: Mapping[str, float]) -> None:
         """Record the test metrics of the checkpoint saved at the end of ``epoch`` (and save the file)."""
+        self.test = [p for p in self.test if p.get("epoch") != int(epoch)]
         self.test.append({"epoch": int(epoch), "step": int(step), **{k: float(v) for k, v in metrics.items()}})
         self.save()
 
