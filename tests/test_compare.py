@@ -174,3 +174,29 @@ def test_the_runner_reports_on_the_current_stderr_not_the_one_at_import(tmp_path
     (Path(spec.folder) / cmp.RESULT_FILE).write_text(json.dumps({"run_id": spec.run_id}))
     assert cmp.run_specs([spec]) == [{"run_id": "GRU-s1"}]
     assert "[1/1] GRU-s1 finished earlier, kept" in capsys.readouterr().err
+
+
+def test_learning_curves_resume_from_a_checkpoint_state_and_ignore_a_test_restore(tmp_path):
+    """The curve recorder's state travels in checkpoints: a fit resumed from one continues its points, seconds and
+    tokens, dropping points recorded after the checkpoint; restoring it to test a checkpoint changes nothing."""
+    from lit_rnncells.experiments.curves import LearningCurves, read_curves
+
+    path = tmp_path / "curves.json"
+    first = LearningCurves(path)
+    first.validation = [{"step": 2, "val/acc": 0.5}, {"step": 4, "val/acc": 0.6}]
+    first.tokens, first._seconds_before = 100, 3.0
+    state = first.state_dict()
+    first.validation.append({"step": 6, "val/acc": 0.7})  # recorded after the checkpoint was saved
+    first.save()
+
+    tested = LearningCurves(path)
+    tested.load_state_dict(state)  # what trainer.test(ckpt_path=...) does
+    tested.teardown(None, None, "test")
+    tested.on_fit_start(None, None)
+    assert tested.validation == [] and len(read_curves(path)["validation"]) == 3
+
+    resumed = LearningCurves(path)
+    resumed.load_state_dict(state)
+    resumed.on_fit_start(None, None)
+    assert [p["step"] for p in read_curves(path)["validation"]] == [2, 4]
+    assert resumed.tokens == 100 and resumed.seconds >= 3.0
