@@ -483,10 +483,12 @@ def check_arguments(specs: Sequence[RunSpec]) -> None:
 
 def run_specs(specs: Sequence[RunSpec], env: Optional[Dict[str, str]] = None, log: Any = None,
               failed: Optional[List[str]] = None) -> List[Dict[str, Any]]:
-    """Run each spec in its own process, or reuse its ``result.json`` when it finished earlier (resume); the
-    results in order. A failed run is reported on ``log`` (default: the current ``sys.stderr``, looked up at
-    the call, not at import) and its id appended to ``failed``."""
+    """Run each spec in its own process, or reuse its ``result.json`` when it finished earlier, or resume it from
+    its checkpoint when it was stopped (:func:`prepare_folder`); the results in order. A failed run is reported
+    on ``log`` (default: the current ``sys.stderr``, looked up at the call, not at import) and its id appended to
+    ``failed``. An unfinished run started with other settings is a :class:`CompareError` before any run."""
     log = sys.stderr if log is None else log
+    check_resumable(specs)
     results: List[Dict[str, Any]] = []
     failed = [] if failed is None else failed
     for i, spec in enumerate(specs, 1):
@@ -564,7 +566,6 @@ def compare(config: str, cells: Sequence[Union[str, Dict[str, Any]]], seeds: Uni
                  None if match_params is None else str(match_params), monitor, mode, extra, test_every_epoch,
                  no_wandb, log)
     check_arguments(specs)
-    check_resumable(specs)
     results = run_specs(specs, env, log, failed)
     rows = [row_of(r) for r in results]
     grid_keys = [k for k, _ in grid]
