@@ -120,6 +120,15 @@ class LitRNNCellsCLI(LightningCLI):
         for name in DATA_TO_MODEL_LINKS:
             parser.link_arguments(f"data.{name}", f"model.init_args.{name}", apply_on="instantiate")
 
+    def setup_parser(self, add_subcommands: bool, main_kwargs: Dict[str, Any],
+                     subparser_kwargs: Dict[str, Any]) -> None:
+        """Without subcommands (``run=False``: a caller fits, as compare's runs do) the parser also takes
+        ``--ckpt_path``, the checkpoint the caller resumes from: the run folder of ``--run_dir`` then accepts it."""
+        super().setup_parser(add_subcommands, main_kwargs, subparser_kwargs)
+        if not add_subcommands:
+            self.parser.add_argument("--ckpt_path", type=Optional[str], default=None,
+                                     help="the checkpoint the caller's fit resumes from (inside --run_dir).")
+
     def _parse_ckpt_path(self) -> None:
         """Check ``--ckpt_path`` before Lightning applies the checkpoint's hyperparameters over the config:
         a readable checkpoint of the task the config builds; flags that change the weights' shapes are refused,

@@ -5,7 +5,7 @@ they are (their own cell and sizes): as the papers report (MZU Table 6: mean and
 trainings), every seed trains in a fresh process with a ModelCheckpoint on the monitored validation metric,
 the best checkpoint is tested, and the test metrics are summarised as a markdown table (one row per
 config). Runs are resumable: a seed whose ``<out>/<config>/seed_<n>/result.json`` exists is not run again
-(an interrupted seed restarts from scratch). Arguments after ``--`` go to the CLI unchanged.
+(an interrupted seed resumes from its checkpoint, see docs/compare.md). Arguments after ``--`` go to the CLI unchanged.
 
     python scripts/run_seeds.py --config configs/classification/absa_restaurants_gru_dt.yaml --seeds 3 \\
         -- --trainer.max_epochs 5
@@ -26,7 +26,7 @@ from typing import Any, Dict, List, Optional, Sequence
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from lit_rnncells.experiments.compare import RunSpec, run_specs  # noqa: E402
+from lit_rnncells.experiments.compare import CompareError, RunSpec, run_specs  # noqa: E402
 
 
 def record(result: Dict[str, Any]) -> Dict[str, Any]:
@@ -77,7 +77,11 @@ def run_all(configs: Sequence[str], seeds: Sequence[int], monitor: str, mode: st
                      cell=None, seed=s, grid={}, hidden_size=None, budget=None, monitor=monitor, mode=mode,
                      extra=list(extra)) for c in configs for s in seeds]
     failed: List[str] = []
-    results = run_specs(specs, env, failed=failed)
+    try:
+        results = run_specs(specs, env, failed=failed)
+    except CompareError as error:  # a folder in use, or an unfinished run started with other settings
+        print(f"error: {error}", file=sys.stderr)
+        raise SystemExit(2) from None
     if failed:
         log = out / failed[0] / "log.txt"
         sys.stdout.write("\n".join(log.read_text().splitlines()[-40:]) + "\n")

@@ -673,6 +673,30 @@ def test_compare_a_misspelt_cell_option(workdir, capsys):
                                                         "cmp"], "SatMZU has no option 'zonez'. Did you mean 'zones'?")
 
 
+def test_compare_over_an_unfinished_run_started_with_other_settings(workdir, capsys):
+    """A rerun resumes unfinished runs from their checkpoints; one that was started with other settings (here
+    another budget) is refused, and its checkpoint kept (issue 19, item 19)."""
+    import io
+    import json
+    from dataclasses import asdict
+
+    import torch
+
+    from lit_rnncells.experiments.compare import Budget, main as compare_main, plan
+
+    spec = plan(LOGIC, ["GRU"], [1], Budget.parse("epochs=2"), Path("cmp-resume"), [], 4, None, "val/acc", "max", [],
+                False, True, io.StringIO())[0]
+    folder = workdir / spec.folder
+    (folder / "checkpoints").mkdir(parents=True)
+    (folder / "spec.json").write_text(json.dumps(asdict(spec)))
+    torch.save({"state_dict": {}, "global_step": 3}, folder / "checkpoints" / "interrupted.ckpt")
+    other_command_error(capsys, workdir, compare_main, ["--config", LOGIC, "--cells", "GRU", "--seed-list", "1",
+                                                        "--hidden-size", "4", "--budget", "epochs=3", "--no-wandb",
+                                                        "--out", "cmp-resume"],
+                        f"The run folder {spec.folder} holds an unfinished run, resumable from",
+                        "started with other settings (budget); rerun with the settings it was started with")
+
+
 def test_reproduce_report_under_a_file(workdir, capsys):
     from lit_rnncells.experiments.reproduce import main as reproduce_main
     (workdir / "notes.txt").write_text("mine\n")
@@ -717,5 +741,9 @@ def test_a_run_folder_another_fit_is_writing_to(workdir, capsys):
 
 
 def test_the_catalogue_is_large_enough():
+    """And as large as docs/reliability.md says ("over N such mistakes")."""
+    import re
+
     probes = len(CLI_PROBES) + len(LM_PROBES) + sum(1 for name in globals() if name.startswith("test_")) - 3
-    assert probes >= 40, probes
+    claim = re.search(r"over (\d+) such mistakes", (ROOT / "docs" / "reliability.md").read_text())
+    assert claim is not None and probes > int(claim[1]) >= 40, (probes, claim)

@@ -64,16 +64,53 @@ def test_outputs_csv_table_and_curves(sweep):
         assert data[:8] == PNG and len(data) > 5000
 
 
-def test_resume_skips_finished_runs_and_redoes_the_missing_one(sweep):
+def test_resume_skips_finished_runs_and_resumes_the_unfinished_one(sweep):
+    """A run without result.json (here: its fit had ended, its tests had not) resumes from its last.ckpt: it
+    trains nothing more, tests, and keeps its curves, per-epoch tests included."""
     out, rows, _ = sweep
     kept, redone = (out / r["run_id"] / "result.json" for r in rows)
+    before = json.loads(redone.read_text())
+    curves_before = json.loads((redone.parent / "curves.json").read_text())
     kept_mtime = kept.stat().st_mtime_ns
     redone.unlink()
     rows_again, log = run_sweep(out)
     assert kept.stat().st_mtime_ns == kept_mtime
     assert redone.is_file()
     assert log.count("finished earlier, kept") == 1 and log.count(" done in ") == 1
+    assert f"{rows[1]['run_id']} resumes from {redone.parent / 'checkpoints' / 'last.ckpt'} (step 4)" in log
+    after = json.loads(redone.read_text())
+    assert (after["steps"], after["test"], after["best val/acc"]) == \
+        (before["steps"], before["test"], before["best val/acc"])
+    assert json.loads((redone.parent / "curves.json").read_text())["validation"] == curves_before["validation"]
+    assert [p["epoch"] for p in json.loads((redone.parent / "curves.json").read_text())["test"]] == [0, 1]
     assert [r["run_id"] for r in rows_again] == [r["run_id"] for r in rows]
+
+
+def test_an_unfinished_run_without_a_usable_checkpoint_starts_again(sweep):
+    out, rows, _ = sweep
+    run = out / rows[1]["run_id"]
+    (run / "result.json").unlink()
+    (run / "checkpoints" / "last.ckpt").write_bytes(b"cut short by a kill")
+    _, log = run_sweep(out)
+    assert f"{rows[1]['run_id']} ...\n" in log and "resumes from" not in log
+    assert (run / "result.json").is_file() and (run / "checkpoints" / "last.ckpt").stat().st_size > 1000
+
+
+def test_a_resumable_run_started_with_other_settings_is_refused_and_kept(sweep, tmp_path):
+    out, rows, _ = sweep
+    run = out / rows[1]["run_id"]
+    result = (run / "result.json").read_bytes()
+    (run / "result.json").unlink()
+    log = io.StringIO()
+    try:
+        with pytest.raises(cmp.CompareError, match=r"holds an unfinished run, resumable from .*last\.ckpt, that was "
+                                                   r"started with other settings \(budget\); rerun with the settings"):
+            cmp.compare(CONFIG, ["GRU", "MuFuRU"], seeds=[1], budget="epochs=3", out=out, hidden_size=4, extra=TINY,
+                        test_every_epoch=True, env=ENV, log=log)
+        assert (run / "checkpoints" / "last.ckpt").is_file()
+        assert "compare: [" not in log.getvalue()  # refused before any run started
+    finally:
+        (run / "result.json").write_bytes(result)
 
 
 def test_accuracy_per_epoch_figure(sweep, tmp_path):
@@ -137,3 +174,29 @@ def test_the_runner_reports_on_the_current_stderr_not_the_one_at_import(tmp_path
     (Path(spec.folder) / cmp.RESULT_FILE).write_text(json.dumps({"run_id": spec.run_id}))
     assert cmp.run_specs([spec]) == [{"run_id": "GRU-s1"}]
     assert "[1/1] GRU-s1 finished earlier, kept" in capsys.readouterr().err
+
+
+def test_learning_curves_resume_from_a_checkpoint_state_and_ignore_a_test_restore(tmp_path):
+    """The curve recorder's state travels in checkpoints: a fit resumed from one continues its points, seconds and
+    tokens, dropping points recorded after the checkpoint; restoring it to test a checkpoint changes nothing."""
+    from lit_rnncells.experiments.curves import LearningCurves, read_curves
+
+    path = tmp_path / "curves.json"
+    first = LearningCurves(path)
+    first.validation = [{"step": 2, "val/acc": 0.5}, {"step": 4, "val/acc": 0.6}]
+    first.tokens, first._seconds_before = 100, 3.0
+    state = first.state_dict()
+    first.validation.append({"step": 6, "val/acc": 0.7})  # recorded after the checkpoint was saved
+    first.save()
+
+    tested = LearningCurves(path)
+    tested.load_state_dict(state)  # what trainer.test(ckpt_path=...) does
+    tested.teardown(None, None, "test")
+    tested.on_fit_start(None, None)
+    assert tested.validation == [] and len(read_curves(path)["validation"]) == 3
+
+    resumed = LearningCurves(path)
+    resumed.load_state_dict(state)
+    resumed.on_fit_start(None, None)
+    assert [p["step"] for p in read_curves(path)["validation"]] == [2, 4]
+    assert resumed.tokens == 100 and resumed.seconds >= 3.0

@@ -1,7 +1,9 @@
 """SIGTERM to ``compare`` reaches its training child, which saves its checkpoint; the runner exits with the child's
-status, and a run folder still being written by a child is never given to a second one (issue 19, item 19)."""
+status, a run folder still being written by a child is never given to a second one, and rerunning the command
+resumes the stopped run from its checkpoint, ending as a run that was never stopped (issue 19, item 19)."""
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -11,6 +13,7 @@ from pathlib import Path
 
 from lit_rnncells import compare as cmp
 from lit_rnncells import run_folder
+from lit_rnncells.experiments.curves import read_curves
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = str(ROOT / "configs" / "logic" / "gru.yaml")
@@ -77,3 +80,52 @@ def test_compare_writes_nothing_outside_out(tmp_path, monkeypatch):
     assert [p.name for p in tmp_path.iterdir()] == ["out"]
     run = out / "GRU-h4-s1"
     assert (run / "logs" / "metrics.csv").is_file() and list((run / "checkpoints").glob("*.ckpt"))
+
+
+def test_rerunning_a_stopped_compare_resumes_its_run_and_ends_as_an_uninterrupted_one(tmp_path, capsys, monkeypatch):
+    """SIGTERM at step 5 of 8 (mid-epoch); the same command again resumes from interrupted.ckpt (and says so):
+    its best and test metrics equal those of a compare never stopped, and its curve continues (every validation
+    once, in order) instead of starting again."""
+    monkeypatch.setenv("WANDB_MODE", "disabled")
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    pause = {"class_path": "tests.examples.recorders.PauseOnceAtStep",
+             "init_args": {"step": 5, "flag": str(tmp_path / "paused")}}
+    args = lambda out: [*ARGS[:-2], "epochs=4", "--no-wandb", "--out", str(out), *EXTRA,
+                        "--trainer.callbacks+=" + json.dumps(pause)]
+    out = tmp_path / "stopped"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    proc = subprocess.Popen([sys.executable, "-m", "lit_rnncells.compare", *args(out)], cwd=tmp_path, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(tmp_path / "paused", proc)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 143, err[-3000:]
+    run = out / "GRU-h4-s1"
+    ckpt = run / "checkpoints" / "interrupted.ckpt"
+    assert ckpt.is_file() and not (run / "result.json").exists()
+    assert "unfinished ones resume from their checkpoints" in err
+    stopped_curve = read_curves(run / "curves.json")["validation"]
+    assert [p["step"] for p in stopped_curve] == [2, 4]
+
+    capsys.readouterr()
+    assert cmp.main(args(out)) == 0
+    assert f"GRU-h4-s1 resumes from {ckpt} (step 5)" in capsys.readouterr().err
+    assert f"compare: resuming from {ckpt}" in (run / "log.txt").read_text()
+    assert ckpt.is_file()  # the checkpoint it resumed from is kept
+
+    assert cmp.main(args(tmp_path / "never-stopped")) == 0
+    resumed = json.loads((run / "result.json").read_text())
+    full = json.loads((tmp_path / "never-stopped" / "GRU-h4-s1" / "result.json").read_text())
+    assert resumed["steps"] == full["steps"] == 8
+    assert resumed["best val/acc"] == full["best val/acc"]
+    assert resumed["test"] == full["test"]
+    curves = [read_curves(folder / "GRU-h4-s1" / "curves.json")["validation"]
+              for folder in (out, tmp_path / "never-stopped")]
+    assert [p["step"] for p in curves[0]] == [p["step"] for p in curves[1]] == [2, 4, 6, 8]
+    assert curves[0][:2] == stopped_curve  # continued, not restarted
+    assert [p["val/loss"] for p in curves[0]] == [p["val/loss"] for p in curves[1]]
+    assert curves[0][-1]["tokens"] == curves[1][-1]["tokens"]  # the stopped part's tokens are counted once

@@ -6,7 +6,8 @@
 Every grid point (``--vary KEY=V1,V2``) x cell x seed is one run: a fresh process through the CLI that fits
 with a ModelCheckpoint on the best ``--monitor`` value, tests that checkpoint, records its learning curves
 (:mod:`lit_rnncells.experiments.curves`) and writes ``<out>/<run id>/result.json`` last. A rerun skips runs that have a
-``result.json`` and restarts any other from scratch. ``<out>`` then holds ``runs.csv`` (one row per run),
+``result.json``, resumes an unfinished run from its checkpoint (``interrupted.ckpt``, else ``last.ckpt``) and
+restarts a run with no usable checkpoint from scratch. ``<out>`` then holds ``runs.csv`` (one row per run),
 ``summary.md`` (mean ± sample std over seeds) and ``curves_steps.png`` / ``curves_seconds.png``.
 See docs/compare.md. :func:`compare` is the Python API (it returns the rows of ``runs.csv``); what it writes is
 :mod:`lit_rnncells.experiments.report`.
@@ -205,9 +206,10 @@ def validate_within_budget():
     return ValidateWithinBudget()
 
 
-def run_child(spec: RunSpec) -> Dict[str, Any]:
-    """One run in this process: fit with a best-``monitor`` checkpoint and learning curves, test the best
-    checkpoint (and with ``test_every_epoch`` each epoch's), write ``result.json`` last."""
+def run_child(spec: RunSpec, ckpt_path: Optional[str] = None) -> Dict[str, Any]:
+    """One run in this process: fit with a best-``monitor`` checkpoint and learning curves (resuming from
+    ``ckpt_path`` when given), test the best checkpoint (and with ``test_every_epoch`` each epoch's), write
+    ``result.json`` last. The run's checkpoint folder keeps a ``last.ckpt`` to resume from."""
     from lightning.pytorch.callbacks import ModelCheckpoint
 
     from ..cli import main
@@ -215,8 +217,11 @@ def run_child(spec: RunSpec) -> Dict[str, Any]:
     from .param_match import count_parameters
 
     folder = Path(spec.folder)
-    cli = main(spec.cli_args(), run=False)
+    cli = main(spec.cli_args() + (["--ckpt_path", ckpt_path] if ckpt_path else []), run=False)
     trainer, model = cli.trainer, cli.model
+    for callback in trainer.checkpoint_callbacks:  # the config's checkpoints (the default one included)
+        if getattr(callback, "save_last", None) is None:
+            callback.save_last = True  # a run killed outright resumes from its last checkpoint
     best = ModelCheckpoint(dirpath=str(folder / "best"), filename="best", monitor=spec.monitor, mode=spec.mode,
                            save_top_k=1, auto_insert_metric_name=False)
     curves = LearningCurves(folder / CURVES_FILE)
@@ -227,7 +232,7 @@ def run_child(spec: RunSpec) -> Dict[str, Any]:
                                     save_top_k=-1, every_n_epochs=1, save_on_train_epoch_end=True,
                                     auto_insert_metric_name=False)
         trainer.callbacks.append(per_epoch)
-    trainer.fit(model, datamodule=cli.datamodule)
+    trainer.fit(model, datamodule=cli.datamodule, ckpt_path=ckpt_path)
     seconds = curves.seconds
     if not best.best_model_path and not any(k.startswith("val") for k in trainer.callback_metrics):
         budget = spec.budget or "the config's max_epochs / max_steps"
@@ -292,27 +297,99 @@ def forwarding_signals(proc: subprocess.Popen) -> Iterator[List[str]]:
             signal.signal(signum, handler)
 
 
-def launch(spec: RunSpec, env: Optional[Dict[str, str]] = None) -> Optional[Dict[str, Any]]:
-    """Run ``spec`` in a fresh process (its log in ``<run>/log.txt``); the result, or ``None`` if it failed.
+RESUME_FILES = ("interrupted.ckpt", "last.ckpt")
+"""The checkpoints an unfinished run resumes from, in order of preference when equally new."""
 
-    A folder still locked by a run of an earlier, stopped runner is refused (never two writers in one folder).
-    SIGTERM to this process is forwarded to the run, which saves its checkpoint; :class:`Interrupted` then
-    carries the run's exit status."""
+
+def resume_checkpoint(folder: Path) -> Optional[Tuple[Path, int]]:
+    """The checkpoint an unfinished run in ``folder`` resumes from: the newer of ``checkpoints/interrupted.ckpt``
+    (saved on SIGTERM / Ctrl-C) and ``checkpoints/last.ckpt`` (saved at each validation) that is readable, with
+    the optimiser steps it had trained; ``None`` when there is none."""
+    from ..data.checkpoint_state import read_checkpoint
+
+    found = [folder / run_folder.CHECKPOINTS / name for name in RESUME_FILES]
+    found = sorted((p for p in found if p.is_file()), key=lambda p: -p.stat().st_mtime_ns)  # stable: ties keep order
+    for path in found:
+        try:
+            steps = int(read_checkpoint(str(path)).get("global_step", 0))
+        except (OSError, ValueError):  # truncated by a kill mid-write: try the other one
+            continue
+        return path, steps
+    return None
+
+
+def spec_differences(folder: Path, spec: RunSpec) -> List[str]:
+    """The settings in which ``spec`` differs from the one the run in ``folder`` was started with (its
+    ``spec.json``; the folder's own path aside, so a moved ``--out`` still resumes)."""
+    try:
+        saved = json.loads((folder / "spec.json").read_text())
+    except (OSError, ValueError):
+        return ["spec.json (missing or unreadable)"]
+    now = asdict(spec)
+    return [key for key in now if key != "folder" and saved.get(key) != json.loads(json.dumps(now[key]))]
+
+
+def refuse_other_settings(spec: RunSpec, checkpoint: Path) -> None:
+    """Refuse to run ``spec`` over an unfinished run started with other settings (it would delete or mix up
+    a checkpoint the user can still resume from)."""
+    changed = spec_differences(Path(spec.folder), spec)
+    if changed:
+        raise CompareError(f"The run folder {spec.folder} holds an unfinished run, resumable from {checkpoint}, that "
+                           f"was started with other settings ({', '.join(changed)}); rerun with the settings it was "
+                           "started with to resume it, or move the folder away to start it again.")
+
+
+def check_resumable(specs: Sequence[RunSpec]) -> None:
+    """Before any run starts: no unfinished run with a checkpoint was started with other settings."""
+    for spec in specs:
+        folder = Path(spec.folder)
+        found = resume_checkpoint(folder) if folder.is_dir() and not (folder / RESULT_FILE).is_file() else None
+        if found is not None:
+            refuse_other_settings(spec, found[0])
+
+
+def prepare_folder(spec: RunSpec) -> Optional[Tuple[Path, int]]:
+    """Make ``spec``'s folder ready for its run; the checkpoint it resumes from and its steps (see
+    :func:`resume_checkpoint`), or ``None`` for a fresh start.
+
+    An unfinished run with a usable checkpoint resumes (its folder kept as it is) when it was started with the
+    same settings; with other settings it is refused, so no resumable checkpoint is ever deleted. A folder
+    with no usable checkpoint is cleared and the run starts from scratch."""
     folder = Path(spec.folder)
     holder = run_folder.lock_holder(folder) if folder.is_dir() else None
     if holder is not None:
         raise CompareError(f"The run folder {folder} is in use by another fit ({holder}), perhaps a run of an earlier "
                            "compare that was stopped; wait for it to finish or stop it, then rerun the same command.")
+    found = resume_checkpoint(folder) if folder.is_dir() else None
+    if found is not None:
+        refuse_other_settings(spec, found[0])
+        return found
     if folder.exists():
-        shutil.rmtree(folder)  # an unfinished run starts again from scratch
+        shutil.rmtree(folder)  # nothing to resume from: the run starts again from scratch
     folder.mkdir(parents=True)
     (folder / "spec.json").write_text(json.dumps(asdict(spec), indent=1))
+    return None
+
+
+def launch(spec: RunSpec, env: Optional[Dict[str, str]] = None,
+           resume_from: Optional[Path] = None) -> Optional[Dict[str, Any]]:
+    """Run ``spec`` in a fresh process (its log in ``<run>/log.txt``, appended to when it resumes from
+    ``resume_from``, a checkpoint of :func:`prepare_folder`); the result, or ``None`` if it failed.
+
+    SIGTERM to this process is forwarded to the run, which saves its checkpoint; :class:`Interrupted` then
+    carries the run's exit status."""
+    folder = Path(spec.folder)
     root = str(Path(__file__).resolve().parents[2])
     full_env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")])),
                 **(env or {})}
-    with open(folder / "log.txt", "w") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "lit_rnncells.compare", "--child", str(folder / "spec.json")],
-                                stdout=log, stderr=subprocess.STDOUT, env=full_env)
+    command = [sys.executable, "-m", "lit_rnncells.compare", "--child", str(folder / "spec.json")]
+    if resume_from is not None:
+        command += ["--ckpt_path", str(resume_from)]
+    with open(folder / "log.txt", "a" if resume_from is not None else "w") as log:
+        if resume_from is not None:
+            log.write(f"\ncompare: resuming from {resume_from}\n")
+            log.flush()
+        proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=full_env)
         with forwarding_signals(proc) as received:
             while True:
                 try:
@@ -406,10 +483,12 @@ def check_arguments(specs: Sequence[RunSpec]) -> None:
 
 def run_specs(specs: Sequence[RunSpec], env: Optional[Dict[str, str]] = None, log: Any = None,
               failed: Optional[List[str]] = None) -> List[Dict[str, Any]]:
-    """Run each spec in its own process, or reuse its ``result.json`` when it finished earlier (resume); the
-    results in order. A failed run is reported on ``log`` (default: the current ``sys.stderr``, looked up at
-    the call, not at import) and its id appended to ``failed``."""
+    """Run each spec in its own process, or reuse its ``result.json`` when it finished earlier, or resume it from
+    its checkpoint when it was stopped (:func:`prepare_folder`); the results in order. A failed run is reported
+    on ``log`` (default: the current ``sys.stderr``, looked up at the call, not at import) and its id appended to
+    ``failed``. An unfinished run started with other settings is a :class:`CompareError` before any run."""
     log = sys.stderr if log is None else log
+    check_resumable(specs)
     results: List[Dict[str, Any]] = []
     failed = [] if failed is None else failed
     for i, spec in enumerate(specs, 1):
@@ -418,9 +497,15 @@ def run_specs(specs: Sequence[RunSpec], env: Optional[Dict[str, str]] = None, lo
             print(f"compare: [{i}/{len(specs)}] {spec.run_id} finished earlier, kept", file=log, flush=True)
             results.append(json.loads(done.read_text()))
             continue
-        print(f"compare: [{i}/{len(specs)}] {spec.run_id} ...", file=log, flush=True)
+        resume = prepare_folder(spec)
+        if resume is None:
+            print(f"compare: [{i}/{len(specs)}] {spec.run_id} ...", file=log, flush=True)
+        else:
+            print(f"compare: [{i}/{len(specs)}] {spec.run_id} resumes from {resume[0]} (step {resume[1]}) ...",
+                  file=log, flush=True)
+        resume_from = None if resume is None else resume[0]
         start = time.perf_counter()
-        result = launch(spec, env)
+        result = launch(spec, env, resume_from)
         if result is None:
             failed.append(spec.run_id)
             print(f"compare: {spec.run_id} failed; its log is {Path(spec.folder) / 'log.txt'}", file=log, flush=True)
@@ -546,8 +631,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if argv[:1] == ["--child"]:
         from .. import callbacks
 
+        ckpt_path = argv[3] if argv[2:3] == ["--ckpt_path"] else None
         try:
-            run_child(RunSpec(**json.loads(Path(argv[1]).read_text())))
+            run_child(RunSpec(**json.loads(Path(argv[1]).read_text())), ckpt_path)
         except SystemExit:  # SIGTERM (Lightning's SIGTERMException) or Ctrl-C: the checkpoint is saved
             if callbacks.INTERRUPTED_EXIT_CODE is not None:
                 return callbacks.INTERRUPTED_EXIT_CODE
@@ -573,7 +659,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         checkpoint = Path(args.out) / stop.run_id / run_folder.CHECKPOINTS / "interrupted.ckpt"
         saved = f"it saved {checkpoint}" if checkpoint.is_file() else "it saved no checkpoint"
         print(f"compare: {stop.signal_name}: stopped run {stop.run_id} (exit {stop.code}; {saved}); rerun the same "
-              "command to go on: finished runs are kept, unfinished ones start again.", file=sys.stderr, flush=True)
+              "command to go on: finished runs are kept, unfinished ones resume from their checkpoints.", file=sys.stderr, flush=True)
         return stop.code
     except ValueError as error:  # the matcher's messages (a target no size reaches, ...)
         if os.environ.get("LIT_RNNCELLS_TRACEBACK"):

@@ -9,7 +9,9 @@ excluded) it appends one point and rewrites the JSON file, so an interrupted fit
 
 ``seconds`` is wall-clock since the fit started (validation included); ``tokens`` counts the real tokens
 of the training batches so far (:func:`batch_tokens`) and ``tokens_per_s`` divides them by the seconds
-spent outside validation. ``test`` is filled by whoever evaluates per-epoch checkpoints
+spent outside validation. The recorder's state (points, tokens, seconds) is saved in every checkpoint of the fit,
+so a fit resumed from one continues its curves (and its seconds and tokens) rather than starting them again.
+``test`` is filled by whoever evaluates per-epoch checkpoints
 (:meth:`LearningCurves.add_test`; the comparison runner's ``--test-every-epoch``, for CARU Fig. 2).
 """
 from __future__ import annotations
@@ -57,11 +59,13 @@ class LearningCurves(Callback):
         self._start: Optional[float] = None
         self._val_start: Optional[float] = None
         self._val_seconds = 0.0
+        self._seconds_before = 0.0  # seconds of the fits this one resumes (from the checkpoint)
+        self._loaded: Optional[Dict[str, Any]] = None  # a checkpoint's state, applied when a fit starts
 
     @property
     def seconds(self) -> float:
-        """Wall-clock seconds since the fit started (0 before it)."""
-        return 0.0 if self._start is None else time.perf_counter() - self._start
+        """Wall-clock seconds since the fit started (0 before it), the resumed fits' seconds included."""
+        return self._seconds_before + (0.0 if self._start is None else time.perf_counter() - self._start)
 
     @property
     def tokens_per_second(self) -> float:
@@ -70,7 +74,13 @@ class LearningCurves(Callback):
         return self.tokens / train_seconds if train_seconds > 0 else 0.0
 
     def on_fit_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
+        if self._loaded is not None:
+            self._resume(self._loaded)
+        self._loaded = None
         self._start = time.perf_counter()
+
+    def teardown(self, trainer: Trainer, pl_module: LightningModule, stage: str) -> None:
+        self._loaded = None  # a test of a checkpoint restores its state too: that is not a resume
 
     def on_train_batch_end(self, trainer: Trainer, pl_module: LightningModule, outputs: Any, batch: Any,
                            batch_idx: int) -> None:
@@ -93,8 +103,37 @@ class LearningCurves(Callback):
         if trainer.is_global_zero:
             self.save()
 
+    def state_dict(self) -> Dict[str, Any]:
+        """What a checkpoint keeps, so a fit resumed from it continues the curves."""
+        return {"validation": [dict(p) for p in self.validation], "test": [dict(p) for p in self.test],
+                "tokens": self.tokens, "seconds": self.seconds, "val_seconds": self._val_seconds}
+
+    def load_state_dict(self, state_dict: Dict[str, Any]) -> None:
+        """Keep a checkpoint's curves; a fit resumed from it (Lightning calls this before ``on_fit_start``)
+        continues them. Testing a checkpoint restores callbacks too, and changes nothing here."""
+        self._loaded = dict(state_dict)
+
+    def _resume(self, state_dict: Dict[str, Any]) -> None:
+        """Continue from a checkpoint's curves; the file is rewritten from them, dropping points recorded after
+        that checkpoint was saved, but keeping the per-epoch test points of a fit that had ended."""
+        kept_tests: List[Dict[str, Any]] = []
+        if self.path.is_file():
+            try:
+                kept_tests = read_curves(self.path).get("test", [])
+            except (OSError, ValueError):
+                kept_tests = []
+        self.validation = [dict(p) for p in state_dict.get("validation", [])]
+        self.test = [dict(p) for p in state_dict.get("test", [])]
+        self.test += [p for p in kept_tests if p.get("epoch") not in {t["epoch"] for t in self.test}]
+        self.tokens = int(state_dict.get("tokens", 0))
+        self._seconds_before = float(state_dict.get("seconds", 0.0))
+        self._val_seconds = float(state_dict.get("val_seconds", 0.0))
+        self._start = None
+        self.save()
+
     def add_test(self, epoch: int, step: int, metrics: Mapping[str, float]) -> None:
         """Record the test metrics of the checkpoint saved at the end of ``epoch`` (and save the file)."""
+        self.test = [p for p in self.test if p.get("epoch") != int(epoch)]
         self.test.append({"epoch": int(epoch), "step": int(step), **{k: float(v) for k, v in metrics.items()}})
         self.save()
 

@@ -59,3 +59,23 @@ class SigtermInPredict(Callback):
             import os
             import signal
             os.kill(os.getpid(), signal.SIGTERM)
+
+
+class PauseOnceAtStep(Callback):
+    """After step ``step``, the first time any run reaches it (``flag`` does not exist yet): creates ``flag`` and
+    waits until the process receives SIGTERM (at most ``seconds``), so a test stops a run, from outside, at an
+    exact step. Later runs with the same callback (the resumed one, an uninterrupted one) are not paused."""
+
+    def __init__(self, step: int, flag: str, seconds: float = 300.0) -> None:
+        self.step, self.flag, self.seconds = step, Path(flag), seconds
+
+    def on_train_batch_end(self, trainer: Trainer, pl_module: LightningModule, outputs: Any, batch: Any,
+                           batch_idx: int) -> None:
+        if trainer.global_step != self.step or self.flag.exists():
+            return
+        import time
+
+        self.flag.write_text(str(self.step))
+        end = time.monotonic() + self.seconds
+        while not trainer.received_sigterm and time.monotonic() < end:
+            time.sleep(0.05)
