@@ -39,7 +39,7 @@ def _fit(args: List[str], root: Path, steps: int = 4) -> str:
     # limit_val_batches 2, not 1: jsonargparse reads "1" as the float 1.0, the whole split
     cli_main(["fit", *args, "--trainer.accelerator", "cpu", "--trainer.logger", "false",
               "--trainer.enable_progress_bar", "false", "--trainer.enable_model_summary", "false",
-              "--trainer.default_root_dir", str(root), "--trainer.max_steps", str(steps),
+              "--run_dir", str(root), "--trainer.max_steps", str(steps),
               "--trainer.limit_val_batches", "2", "--trainer.num_sanity_val_steps", "0", "--test_after_fit", "false",
               "--model.init_args.embedding_size", "16", "--model.init_args.hidden_size", "16",
               "--model.init_args.num_layers", "1"])

@@ -68,10 +68,12 @@ def wandb_offline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     run is finished afterwards (in-process runs share one W&B service), even when the test fails."""
     monkeypatch.setenv("WANDB_MODE", "offline")  # conftest turns W&B off for every other test
     monkeypatch.chdir(tmp_path)
+    wandb.teardown()  # W&B keeps the settings of its first run in the process: read WANDB_MODE again
     try:
         yield
     finally:
         wandb.finish()
+        wandb.teardown()  # and the next test reads its own
 
 
 # Lightning's fast_dev_run would replace the logger with a dummy one (and turn checkpointing off), hiding

@@ -28,9 +28,11 @@ def write_lines(path: Path, lines: List[str]) -> None:
 
 def gigaword_folder(folder: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
+    # one validation pair is not a training pair: a train split holding all of dev is refused before training
+    held_article, held_title = " ".join(reversed(WORDS[:9])), " ".join(reversed(WORDS[:4]))
     for name, lines in {"train.article.txt": ARTICLES * 16, "train.title.txt": TITLES * 16, "valid.article.filter.txt":
-                        ARTICLES[:4], "valid.title.filter.txt": TITLES[:4], "test.article.txt": ARTICLES[4:],
-                        "test.title.txt": TITLES[4:]}.items():
+                        ARTICLES[:3] + [held_article], "valid.title.filter.txt": TITLES[:3] + [held_title],
+                        "test.article.txt": ARTICLES[4:], "test.title.txt": TITLES[4:]}.items():
         write_lines(folder / name, lines)
     return folder
 

@@ -12,7 +12,7 @@ from lightning.pytorch.loggers import CSVLogger
 
 from lit_rnncells.data import TranslationDataModule
 from lit_rnncells.tasks import Seq2Seq
-from tests.test_translation_data import write_parallel
+from tests.test_translation_data import DE, EN, write_parallel
 
 PACKAGE = Path(__file__).resolve().parents[1] / "lit_rnncells"
 
@@ -30,7 +30,9 @@ def test_every_task_and_datamodule_leaves_hparams_logging_to_the_grouped_logger(
 
 
 def test_a_name_in_both_model_and_data_hparams_is_logged_in_two_groups(tmp_path: Path) -> None:
-    folder = write_parallel(tmp_path / "corpus")
+    # a validation pair the training files lack: a train split holding all of dev is refused before training
+    folder = write_parallel(tmp_path / "corpus", {"train": (DE * 10, EN * 10), "valid": (DE[:3] + ["kinder spielen ."],
+                                                  EN[:3] + ["children play ."]), "test": (DE[::-1], EN[::-1])})
     data = TranslationDataModule(dataset="parallel", data_dir=str(folder), source_language="de", target_language="en",
                                  subword_vocab_size=330, min_frequency=1, batch_size=4, eval_batch_size=4,
                                  cache_dir="", max_source_length=30)
