@@ -240,11 +240,11 @@ class LitRNNCellsCLI(LightningCLI):
         super().instantiate_classes()
         self._apply_run_folder()
         self._check_data_against_checkpoint()
-        if self.subcommand:
-            report_start(self.model, self.trainer, self.subcommand, self.datamodule)
         threads = threads_for(self.model)
         if threads is not None and isinstance(self.trainer.accelerator, CPUAccelerator):
             torch.set_num_threads(threads)  # small models: see cpu_defaults.py
+        if self.subcommand:  # after the thread count is set: the line names the threads the run uses
+            report_start(self.model, self.trainer, self.subcommand, self.datamodule)
         if self.subcommand == "fit" or self.run_folder is not None:  # run_folder: a caller fits (compare's runs)
             fit_config = self.config.get("fit", self.config) if self.subcommand else self.config
             threshold = fit_config.get("divergence_threshold", DIVERGENCE_THRESHOLD)

@@ -3,6 +3,7 @@ config on a machine without a GPU is one error line; every run names its paramet
 GPU-sized model on a CPU gets a warning with the options that shrink it."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -47,6 +48,8 @@ def test_fit_names_the_parameter_count_and_device_at_start(tmp_path, capsys, mon
     weights = torch.load(next(tmp_path.rglob("*.ckpt")), weights_only=True)["state_dict"]
     assert count == sum(v.numel() for k, v in weights.items() if "running_" not in k) > 0
     assert "; fit on cpu (" in line and "GPU-sized" not in err
+    if not os.environ.get("OMP_NUM_THREADS"):  # a small model trains on one thread (cpu_defaults): the line says so
+        assert line.endswith("(1 thread).") and torch.get_num_threads() == 1, line
 
 
 def test_a_gpu_sized_model_on_the_cpu_is_warned_with_the_options_that_shrink_it():
