@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Callable
 
 from lit_rnncells import compare as cmp
 from lit_rnncells import run_folder
@@ -31,16 +32,30 @@ def wait_for(path: Path, proc: subprocess.Popen, seconds: float = 300) -> None:
         time.sleep(0.2)
 
 
+def stop_with_sigterm(proc: subprocess.Popen, while_running: Callable[[], None]) -> str:
+    """Run ``while_running`` while the compare trains, then SIGTERM it; its standard error (it must exit 143)."""
+    try:
+        while_running()
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 143, err[-3000:]
+    return err
+
+
 def test_sigterm_to_compare_stops_its_child_with_a_checkpoint_and_the_folder_stays_locked_meanwhile(tmp_path, capsys):
     out = tmp_path / "out"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
            "WANDB_MODE": "disabled", "OMP_NUM_THREADS": "1"}
     proc = subprocess.Popen([sys.executable, "-m", "lit_rnncells.compare", *ARGS, "--out", str(out), *EXTRA],
                             cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        folder = out / "GRU-h4-s1"
+    folder, seen = out / "GRU-h4-s1", {}
+
+    def check_the_lock() -> None:
         wait_for(folder / "config.yaml", proc)  # the child is training (its signal handlers are in place)
-        child = int((folder / run_folder.LOCK_NAME).read_text())
+        child = seen["child"] = int((folder / run_folder.LOCK_NAME).read_text())
         assert run_folder.lock_holder(folder) == f"process {child}"
 
         # Rerunning the command meanwhile must not start a second child in the same folder.
@@ -51,12 +66,8 @@ def test_sigterm_to_compare_stops_its_child_with_a_checkpoint_and_the_folder_sta
         assert (folder / "spec.json").stat().st_mtime_ns == before["spec.json"]  # not removed nor started again
         assert run_folder.lock_holder(folder) == f"process {child}"
 
-        proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=300)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 143, err[-3000:]
+    err = stop_with_sigterm(proc, check_the_lock)
+    child = seen["child"]
     assert (folder / "checkpoints" / "interrupted.ckpt").is_file()
     assert "compare: SIGTERM: stopped run GRU-h4-s1 (exit 143; it saved" in err
     try:
@@ -96,14 +107,7 @@ def test_rerunning_a_stopped_compare_resumes_its_run_and_ends_as_an_uninterrupte
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     proc = subprocess.Popen([sys.executable, "-m", "lit_rnncells.compare", *args(out)], cwd=tmp_path, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        wait_for(tmp_path / "paused", proc)
-        proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=300)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 143, err[-3000:]
+    err = stop_with_sigterm(proc, lambda: wait_for(tmp_path / "paused", proc))
     run = out / "GRU-h4-s1"
     ckpt = run / "checkpoints" / "interrupted.ckpt"
     assert ckpt.is_file() and not (run / "result.json").exists()

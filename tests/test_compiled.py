@@ -7,19 +7,18 @@ and unpadded batches, both directions and every layer reuse it). Sizes are tiny.
 from __future__ import annotations
 
 import copy
-import functools
 from typing import Dict, List, Tuple
 
 import pytest
 import torch
-from torch import nn
 from torch.nn import functional as F
 
-from lit_rnncells.cells import RecurrentCell, available_cells, get_cell
+from lit_rnncells.cells import available_cells, get_cell, registry
 from lit_rnncells.nn import Recurrent
 from lit_rnncells.nn.compiled import compiled_graph_count
 
 from .cell_cases import cell_cases
+from .test_readme import python_block_after
 
 CASES = cell_cases()
 INPUT, HIDDEN = 3, 8
@@ -91,23 +90,20 @@ def test_compiled_equals_eager_under_bf16_autocast(name: str) -> None:
     _assert_same(want, got, atol=3e-2, rtol=3e-2)
 
 
-class _Newcomer(RecurrentCell):
-    """The README's "Adding a cell" example, verbatim (not registered: tests must not grow the registry)."""
+def _readme_cell() -> type:
+    """The README's "Adding a cell" example, run as written; the registry is restored afterwards (tests must not
+    grow it)."""
+    saved = dict(registry._CELLS)
+    try:
+        namespace: dict = {}
+        exec(python_block_after("## Adding a cell"), namespace)
+        return namespace["MinimalRNN"]
+    finally:
+        registry._CELLS.clear()
+        registry._CELLS.update(saved)
 
-    recurrent_weights = ("weight_hh",)
 
-    def __init__(self, input_size: int, hidden_size: int) -> None:
-        super().__init__(input_size, hidden_size)
-        self.weight_ih = nn.Parameter(torch.randn(2 * hidden_size, input_size) / input_size ** 0.5)
-        self.weight_hh = nn.Parameter(torch.randn(hidden_size, hidden_size) / hidden_size ** 0.5)
-
-    def project_input(self, x):
-        return F.linear(x, self.weight_ih)
-
-    def step(self, x_proj_t, h):
-        z, ux = x_proj_t.chunk(2, dim=-1)
-        u = torch.sigmoid(ux + h @ self.weight_hh.t())
-        return h + u * (torch.tanh(z) - h)
+_Newcomer = _readme_cell()
 
 
 class _OldStyleStepping(_Newcomer):
