@@ -135,8 +135,7 @@ def check_no_empty(lines: Lines, name: str) -> None:
 def hub_alternative(dataset: str) -> str:
     """The end of a hub error: where a local copy goes instead."""
     names = sorted(p.format(lang) for p in LOCAL_FILES[dataset].values() for lang in LANGUAGES[dataset])
-    return (f"to use a local copy set data.init_args.data_dir (or LIT_RNNCELLS_DATA, which holds {dataset}/) to "
-            f"the folder with {', '.join(names)}")
+    return hub.local_alternative(dataset, f"the folder with {', '.join(names)}")
 
 
 def read_hub_split(dataset: str, hub_id: str, split: str, source_language: str, target_language: str,
