@@ -563,8 +563,8 @@ class TranslationDataModule(SplitCheckMixin, ResumableBatchesMixin, LightningDat
                 f"The checkpoint was trained with joint_vocabulary={saved_joint}, this data has "
                 f"joint_vocabulary={current_joint} (one tokenizer for both sides or one per side); set "
                 f"--data.init_args.joint_vocabulary {str(saved_joint).lower()} as it was trained.")
-        check_tokenizer(SubwordTokenizer.from_json(state["source_tokenizer"]), self.source_tokenizer, "source")
-        check_tokenizer(SubwordTokenizer.from_json(state["target_tokenizer"]), self.target_tokenizer, "target")
+        check_tokenizer(saved[0], self.source_tokenizer, "source")
+        check_tokenizer(saved[1], self.target_tokenizer, "target")
         super().load_state_dict(state)
 
     def decode(self, ids: Tensor | Sequence[int]) -> str:
