@@ -18,8 +18,6 @@ from typing import List, Tuple
 
 INPUT_FILE = "input.txt"
 REFERENCE_FILE = "task1_ref{}.txt"
-DOCUMENTS = 500
-REFERENCES = 4
 SOURCE = ("DUC-2004 comes from NIST on request (https://duc.nist.gov/data.html, past-data agreement); put its "
           "task 1 in the common sumdata/DUC2004 layout (input.txt, task1_ref0.txt ... task1_ref3.txt, one document "
           "per line) and set data.init_args.data_dir to that folder (or $LIT_RNNCELLS_DATA/duc2004)")

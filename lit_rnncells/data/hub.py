@@ -65,6 +65,11 @@ ROWS: Dict[Tuple[str, str], Dict[str, int]] = {  # (repo, config) → rows per h
 }
 
 
+def local_alternative(folder: str, where: str) -> str:
+    """The end of a hub error: set ``data_dir`` (or ``LIT_RNNCELLS_DATA``, holding ``folder/``) to ``where``."""
+    return f"to use a local copy set data.init_args.data_dir (or LIT_RNNCELLS_DATA, which holds {folder}/) to {where}"
+
+
 class HubError(FileNotFoundError):
     """A hub dataset that could not be read; the message is one sentence with the cause and the fix."""
 

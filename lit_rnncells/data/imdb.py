@@ -92,8 +92,8 @@ def read_hub(hub_id: str) -> Dict[str, List[Review]]:
     ``stanfordnlp/imdb`` schema (``text``, ``label``), 25,000 each checked."""
     from . import hub
 
-    ds = hub.load_splits(hub_id, ("train", "test"), "to use a local copy set data.init_args.data_dir (or "
-                         f"LIT_RNNCELLS_DATA, which holds imdb/) to {ARCHIVE} or the extracted aclImdb folder")
+    ds = hub.load_splits(hub_id, ("train", "test"),
+                         hub.local_alternative("imdb", f"{ARCHIVE} or the extracted aclImdb folder"))
     return _canonical({split: [(int(label), text) for label, text in zip(ds[split]["label"], ds[split]["text"])]
                        for split in ("train", "test")},
                       lambda split, name: f"the {split} split of {hub_id!r} (label {int(name == 'pos')})")

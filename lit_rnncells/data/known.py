@@ -11,9 +11,7 @@ code is tested against a local HTTP server.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
-
-SPLITS = ("train", "dev", "test")
+from typing import Dict, Optional, Tuple
 
 
 @dataclass(frozen=True)
@@ -203,7 +201,3 @@ def layout(name: str, group: str) -> Layout:
         if item.name == group:
             return item
     raise KeyError(f"{name} has no file group {group!r}")
-
-
-def names() -> List[str]:
-    return sorted(KNOWN)

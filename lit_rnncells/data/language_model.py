@@ -97,8 +97,8 @@ HUB_BYTES = {"enwik8": 100_000_000, "text8": 100_000_000}  # the whole corpus: b
 
 def local_alternative(dataset: str) -> str:
     """The end of a hub error: where a local copy goes instead."""
-    return (f"to use a local copy set data.init_args.data_dir (or LIT_RNNCELLS_DATA, which holds "
-            f"{ENV_FOLDERS.get(dataset, dataset)}/) to the folder with {', '.join(sorted(LOCAL_FILES[dataset].values()))}")
+    return hub.local_alternative(ENV_FOLDERS.get(dataset, dataset),
+                                 f"the folder with {', '.join(sorted(LOCAL_FILES[dataset].values()))}")
 
 
 def read_hub(dataset: str, hub_id: str) -> Dict[str, str]:

@@ -31,6 +31,16 @@ def _write(path: Path, data: bytes) -> None:
     tmp.replace(path)
 
 
+def _verify_md5(name: str, data: bytes, expected: Optional[str], archive: Path, publisher: str) -> None:
+    """Raise :class:`PrepareError` if the member ``name`` of ``archive`` differs from its published MD5."""
+    if not expected:
+        return
+    got = hashlib.md5(data).hexdigest()
+    if got != expected:
+        raise PrepareError(f"{name} in {archive.name} has MD5 {got}, {publisher} {expected}; delete {archive.name} "
+                           "and run prepare again")
+
+
 def _members(archive: Path, wanted: Dict[str, str]) -> Dict[str, bytes]:
     """Contents of the tar / zip members whose path ends with each key of ``wanted`` (→ output name)."""
     found: Dict[str, bytes] = {}
@@ -57,19 +67,14 @@ def _ptb(archives: List[Path], folder: Path, log: Log) -> None:
     names = [f"ptb.{s}.txt" for s in ("train", "valid", "test")] + [f"ptb.char.{s}.txt" for s in
                                                                     ("train", "valid", "test")]
     for name, data in _members(archives[0], {f"data/{n}": n for n in names}).items():
-        expected = _PTB_MD5.get(name)
-        if expected and hashlib.md5(data).hexdigest() != expected:
-            raise PrepareError(f"{name} in {archives[0].name} has MD5 {hashlib.md5(data).hexdigest()}, torchtext's "
-                               f"published {expected}; delete the archive and run prepare again")
+        _verify_md5(name, data, _PTB_MD5.get(name), archives[0], "torchtext's published")
         _write(folder / name, data)
 
 
 def _single(member: str, md5: Optional[str] = None) -> Callable[[List[Path], Path, Log], None]:
     def unpack(archives: List[Path], folder: Path, log: Log) -> None:
         data = _members(archives[0], {member: member})[member]
-        if md5 and hashlib.md5(data).hexdigest() != md5:
-            raise PrepareError(f"{member} has MD5 {hashlib.md5(data).hexdigest()}, the published {md5}; delete "
-                               f"{archives[0].name} and run prepare again")
+        _verify_md5(member, data, md5, archives[0], "the published")
         _write(folder / member, data)
     return unpack
 

@@ -96,8 +96,7 @@ def read_hub(hub_id: str, domain: str) -> Dict[str, List[Sentence]]:
     {term, polarity, from, to} with string offsets; config = domain), sentence counts checked."""
     from . import hub
 
-    local = (f"to use a local copy set data.init_args.data_dir (or LIT_RNNCELLS_DATA, which holds semeval14/) "
-             f"to the folder with {', '.join(sorted(LOCAL_FILES[domain].values()))}")
+    local = hub.local_alternative("semeval14", f"the folder with {', '.join(sorted(LOCAL_FILES[domain].values()))}")
     ds = hub.load_splits(hub_id, ("train", "test"), local, config=domain)
     out = {}
     for split in ("train", "test"):

@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 from .check import Bound, bind
-from . import known
 from .known import Layout, layout
 from .text import is_hub_id
 
@@ -64,8 +63,7 @@ def _sentiment(dm: Any) -> Optional[Bound]:
     if folder is None:
         return None
     if hasattr(dm, "domain"):
-        group = next((g for g in known.KNOWN["semeval14"].layouts if g.name == dm.domain), None)
-        return bind("semeval14", group, folder) if group is not None else None
+        return bind("semeval14", layout("semeval14", dm.domain), folder)  # domain: restaurants or laptops
     if dm.dataset == "sst":
         return bind("sst", layout("sst", "trees"), folder)
     if dm.dataset != "imdb":

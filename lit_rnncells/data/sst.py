@@ -136,8 +136,8 @@ def read_hub(hub_id: str) -> Dict[str, List[Tuple[int, str]]]:
     Parquet export (:mod:`lit_rnncells.data.hub`), row counts checked."""
     from . import hub
 
-    ds = hub.load_splits(hub_id, ("train", "validation"), "to use a local copy set data.init_args.data_dir (or "
-                         f"LIT_RNNCELLS_DATA, which holds sst/) to the folder with {', '.join(sorted(FILES.values()))}")
+    ds = hub.load_splits(hub_id, ("train", "validation"), hub.local_alternative(
+        "sst", f"the folder with {', '.join(sorted(FILES.values()))}"))
     out = {}
     for split in ("train", "validation"):
         out[split] = [(int(r["label"]), r["sentence"]) for r in ds[split]]

@@ -135,8 +135,7 @@ def check_no_empty(lines: Lines, name: str) -> None:
 def hub_alternative(dataset: str) -> str:
     """The end of a hub error: where a local copy goes instead."""
     names = sorted(p.format(lang) for p in LOCAL_FILES[dataset].values() for lang in LANGUAGES[dataset])
-    return (f"to use a local copy set data.init_args.data_dir (or LIT_RNNCELLS_DATA, which holds {dataset}/) to "
-            f"the folder with {', '.join(names)}")
+    return hub.local_alternative(dataset, f"the folder with {', '.join(names)}")
 
 
 def read_hub_split(dataset: str, hub_id: str, split: str, source_language: str, target_language: str,
@@ -564,8 +563,8 @@ class TranslationDataModule(SplitCheckMixin, ResumableBatchesMixin, LightningDat
                 f"The checkpoint was trained with joint_vocabulary={saved_joint}, this data has "
                 f"joint_vocabulary={current_joint} (one tokenizer for both sides or one per side); set "
                 f"--data.init_args.joint_vocabulary {str(saved_joint).lower()} as it was trained.")
-        check_tokenizer(SubwordTokenizer.from_json(state["source_tokenizer"]), self.source_tokenizer, "source")
-        check_tokenizer(SubwordTokenizer.from_json(state["target_tokenizer"]), self.target_tokenizer, "target")
+        check_tokenizer(saved[0], self.source_tokenizer, "source")
+        check_tokenizer(saved[1], self.target_tokenizer, "target")
         super().load_state_dict(state)
 
     def decode(self, ids: Tensor | Sequence[int]) -> str:
