@@ -11,12 +11,12 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from .cells.base import RecurrentCell
+from .cells.base import CellFactory, RecurrentCell
 
 
 def step_macs(cell: RecurrentCell) -> int:
@@ -84,6 +84,33 @@ def allocator_setting(system_malloc: bool) -> str:
     if not system_malloc and keep_freed_memory():
         return "malloc keeps freed memory"
     return "system malloc defaults"
+
+
+def train_step(module: torch.nn.Module, x: torch.Tensor) -> Callable[[], None]:
+    """One forward + backward of ``module`` on ``x`` (its output's sum), gradients cleared; on a GPU it
+    waits for the device, so the step's time is measured."""
+    def run() -> None:
+        module(x)[0].sum().backward()
+        module.zero_grad(set_to_none=True)
+        if x.device.type == "cuda":
+            torch.cuda.synchronize(x.device)
+    return run
+
+
+def compiled_twin(cell: Union[str, CellFactory], input_size: int, hidden_size: int,
+                  x: torch.Tensor) -> Tuple[torch.nn.Module, torch.nn.Module, float]:
+    """A batch-first ``Recurrent`` around ``cell`` (a name or factory) on ``x``'s device, its ``compile=True``
+    twin with the same weights, and the seconds the twin's first two training steps on ``x`` took (the
+    forward and backward graphs, then the dynamic-batch one if any: mostly compiling)."""
+    from .nn import Recurrent  # the layer imports the cells; this module is imported by scripts only
+
+    eager = Recurrent(cell, input_size, hidden_size, batch_first=True).to(x.device)
+    compiled = Recurrent(cell, input_size, hidden_size, batch_first=True, compile=True).to(x.device)
+    compiled.load_state_dict(eager.state_dict())
+    start = time.perf_counter()
+    for _ in range(2):
+        train_step(compiled, x)()
+    return eager, compiled, time.perf_counter() - start
 
 
 def seconds(fn: Callable[[], None]) -> float:

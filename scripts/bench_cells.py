@@ -30,7 +30,6 @@ import importlib.util
 import inspect
 import statistics
 import sys
-import time
 from functools import partial
 from pathlib import Path
 from typing import Callable, Dict, List, Sequence, Tuple
@@ -38,8 +37,8 @@ from typing import Callable, Dict, List, Sequence, Tuple
 import torch
 from torch import nn
 
-from lit_rnncells.benchmark import (SYSTEM_MALLOC_HELP, allocator_setting, input_macs, interleaved_times, round_robin,
-                                   step_macs)
+from lit_rnncells.benchmark import (SYSTEM_MALLOC_HELP, allocator_setting, compiled_twin, input_macs, interleaved_times,
+                                   round_robin, step_macs, train_step)
 from lit_rnncells.cells import available_cells, get_cell
 from lit_rnncells.nn import Recurrent
 from lit_rnncells.nn.compiled import use_compiled
@@ -54,14 +53,6 @@ COMPILE_EXTRA = {"MultiChannel(LSTM)": partial(get_cell("MultiChannel"), cell="L
 def default_constructible(name: str) -> bool:
     params = list(inspect.signature(get_cell(name).__init__).parameters.values())[3:]
     return all(p.default is not inspect.Parameter.empty or p.kind is p.VAR_KEYWORD for p in params)
-
-
-def train_step(module: nn.Module, x: torch.Tensor) -> Callable[[], None]:
-    def run() -> None:
-        out = module(x)[0]
-        out.sum().backward()
-        module.zero_grad(set_to_none=True)
-    return run
 
 
 def bench_size(cells: Sequence[str], size: Tuple[int, int, int, int], repeats: int) -> List[dict]:
@@ -108,14 +99,8 @@ def bench_compile(cells: Sequence[str], sizes: Dict[str, Tuple[int, int, int, in
         steps_compiled: Dict[str, str] = {}
         for name in cells:
             cell = COMPILE_EXTRA.get(name, name)
-            eager = Recurrent(cell, inp, hidden, batch_first=True)
-            compiled = Recurrent(cell, inp, hidden, batch_first=True, compile=True)
-            compiled.load_state_dict(eager.state_dict())
+            eager, compiled, compile_s[name] = compiled_twin(cell, inp, hidden, x)
             steps_compiled[name] = "yes" if use_compiled(compiled.cell(), x.device) else "no (eager)"
-            start = time.perf_counter()
-            for _ in range(2):  # forward and backward graphs, then the dynamic-batch one if any
-                train_step(compiled, x)()
-            compile_s[name] = time.perf_counter() - start
             jobs[f"{name} eager"], jobs[f"{name} compiled"] = train_step(eager, x), train_step(compiled, x)
         times = interleaved_times(jobs, repeats)
         for name in cells:

@@ -21,16 +21,14 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import time
 from functools import partial
 from typing import Callable, Dict, List, Sequence, Tuple
 
 import torch
 from torch import nn
 
-from lit_rnncells.benchmark import input_macs, interleaved_times, step_macs
+from lit_rnncells.benchmark import compiled_twin, input_macs, interleaved_times, step_macs, train_step
 from lit_rnncells.cells import get_cell
-from lit_rnncells.nn import Recurrent
 
 Size = Tuple[int, int, int, int]
 MZU_PTB: Size = (128, 150, 256, 800)
@@ -50,19 +48,6 @@ CELLS: Dict[str, Tuple[Callable, Size]] = {
 TINY: Size = (4, 6, 8, 8)
 
 
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-def train_step(module: nn.Module, x: torch.Tensor) -> Callable[[], None]:
-    def run() -> None:
-        module(x)[0].sum().backward()
-        module.zero_grad(set_to_none=True)
-        _sync(x.device)
-    return run
-
-
 def peak_memory_mb(fn: Callable[[], None], device: torch.device) -> float:
     """Peak CUDA memory of one call, MiB (NaN on CPU)."""
     if device.type != "cuda":
@@ -77,13 +62,7 @@ def bench_cell(name: str, factory: Callable, size: Size, device: torch.device, r
     torch.manual_seed(0)
     x = torch.randn(batch, steps, inp, device=device)
     gru = nn.GRU(inp, hidden, batch_first=True).to(device)
-    eager = Recurrent(factory, inp, hidden, batch_first=True).to(device)
-    compiled = Recurrent(factory, inp, hidden, batch_first=True, compile=True).to(device)
-    compiled.load_state_dict(eager.state_dict())
-    start = time.perf_counter()
-    for _ in range(2):
-        train_step(compiled, x)()
-    compile_s = time.perf_counter() - start
+    eager, compiled, compile_s = compiled_twin(factory, inp, hidden, x)
     jobs = {"gru": train_step(gru, x), "eager": train_step(eager, x), "compiled": train_step(compiled, x)}
     times = interleaved_times(jobs, repeats)
     cell = eager.cell().cpu()

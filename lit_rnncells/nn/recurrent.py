@@ -101,12 +101,12 @@ def run_cell(cell: RecurrentCell, x: Tensor, state: State, mask: Optional[Tensor
         fused = cell.fused_sequence(x, state)
         if fused is not None:
             return fused[0], map_state(_as_dtype_of, fused[1], state) if keep_precision else fused[1], None
-    step = _step
+    step, step_mask = _step, mask
     compiled = compiled and x.shape[0] > 0 and use_compiled(cell, x.device)
     if compiled:
         step = compiled_step(cell)
         if mask is None:  # one graph for padded and unpadded batches: an all-true mask is free once fused
-            mask = torch.ones(x.shape[:2], dtype=torch.bool, device=x.device)
+            step_mask = torch.ones(x.shape[:2], dtype=torch.bool, device=x.device)
     states: List[State] = []
     seen: List[State] = []  # the state each step was fed, for cells' ``stepping`` blocks
     aux_total: Optional[Tensor] = None
@@ -115,7 +115,8 @@ def run_cell(cell: RecurrentCell, x: Tensor, state: State, mask: Optional[Tensor
             seen.append(state)
             # A constant initial state (no gradient) would need a graph of its own for one step: run it eagerly.
             fn = _step if t == 0 and compiled and _constant_while_training(state) else step
-            state, aux_t = fn(cell, x_t, state, None if mask is None else mask[t], use_aux, keep_precision)
+            state, aux_t = fn(cell, x_t, state, None if step_mask is None else step_mask[t], use_aux,
+                              keep_precision)
             states.append(state)
             if aux_t is not None:
                 aux_total = aux_t if aux_total is None else aux_total + aux_t

@@ -338,12 +338,12 @@ class Seq2Seq(RecurrentTask):
                       ) -> Tuple[Tensor, DecoderState, Tensor, Optional[Tensor]]:
         """One target position: ``embedded`` (B, E) of the previous token and its output-layer part
         ``embedded_out`` = W_e E y + b (B, A). Returns the attentional vector (B, A), the new state, the
-        attention weights (B, S) and the step's per-example auxiliary loss (or None).
+        attention weights (B, S) and the step's auxiliary loss (or None): per example, or summed over the
+        real target rows ``real_t`` (B,) when given (teacher forcing gives them).
 
         With ``compile`` the cells step through ``Recurrent``'s compiled loop body (where it compiles them,
-        see ``use_compiled``); ``real_t`` (B,) marks the real target rows (the compiled step keeps the state
-        of padded rows, which no real position reads under teacher forcing), and with it the auxiliary
-        loss comes back summed over them."""
+        see ``use_compiled``), which also keeps the state of the rows ``real_t`` marks padded (no real
+        position reads them under teacher forcing)."""
         layers, feed = state
         if self.query_before:  # Bahdanau: attend with s_{t−1}; c_t joins this step's input
             context, weights = self.attention(self.decoder_cells[-1].output(layers[-1]), enc.proj_keys, enc.memory,
@@ -361,7 +361,7 @@ class Seq2Seq(RecurrentTask):
                     aux = a if aux is None else aux + a
             elif want_aux and c.has_aux_loss:
                 st, a = c.step_with_aux(xp, layers[i])
-                if a is not None and real_t is not None:  # summed over real rows, as the compiled step does
+                if a is not None and real_t is not None:  # summed over the real rows, as the compiled step does
                     a = (a * real_t.to(a.dtype)).sum()
                 if a is not None:
                     aux = a if aux is None else aux + a
@@ -407,11 +407,9 @@ class Seq2Seq(RecurrentTask):
         real = target[:, 1:] != self.pad_id
         for t in range(inputs.shape[1]):
             attentional, state, _, a = self._decoder_step(embedded[:, t], embedded_out[:, t], state, enc, want_aux,
-                                                          real[:, t] if self.compile_recurrence else None)
+                                                          real[:, t])
             outputs.append(attentional)
-            if a is not None:
-                if not self.compile_recurrence:  # the compiled step sums over the real rows itself
-                    a = (a * real[:, t].to(a.dtype)).sum()
+            if a is not None:  # summed over the real rows
                 dec_aux = a if dec_aux is None else dec_aux + a
         if dec_aux is not None:
             aux = aux + dec_aux / real.sum().clamp_min(1).to(dec_aux.dtype)
