@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import difflib
 import json
 import os
 import re
@@ -35,6 +34,7 @@ import yaml
 
 from .. import run_folder
 from ..cells.registry import cell_options, get_cell
+from ..errors import no_option_message
 from ..paths import check_output_folder
 from .report import (CURVES_FILE, RESULT_FILE, curve_groups, log_to_wandb, plot_curves, row_of,
                              summary_markdown, write_csv)
@@ -115,10 +115,7 @@ def check_cell(spec: str) -> Any:
         if not sep:
             raise CompareError(f"--cells {text!r}: options are key=value, e.g. MultiChannel(cell=GRU,block_size=3).")
         if key.strip() not in accepted:
-            close = difflib.get_close_matches(key.strip(), accepted, n=1)
-            hint = f" Did you mean '{close[0]}'?" if close else ""
-            raise CompareError(f"--cells {text!r}: {cls.__name__} has no option '{key.strip()}'.{hint} "
-                               f"{cls.__name__} accepts: {', '.join(accepted)}.")
+            raise CompareError(f"--cells {text!r}: {no_option_message(cls.__name__, key.strip(), accepted)}")
         init_args[key.strip()] = yaml.safe_load(value)
     return {"class_path": name, "init_args": init_args}
 
