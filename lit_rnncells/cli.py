@@ -111,8 +111,6 @@ class LitRNNCellsCLI(LightningCLI):
                             help="fit: the run's folder (config, checkpoints, logs). Default: a new "
                                  "<trainer.default_root_dir or runs>/<YYYYmmdd-HHMMSS>; resuming from a checkpoint "
                                  "in a run folder writes into that folder. See docs/runs.md.")
-
-
         parser.add_argument("--divergence_threshold", type=float, default=DIVERGENCE_THRESHOLD,
                             help="fit: stop with an error when the training loss stays above this many times its "
                                  f"running minimum (and above its first value) for {DIVERGENCE_PATIENCE} "
