@@ -144,13 +144,17 @@ class FiniteGuard(Callback):
         self.exploded_steps = self.exploded_steps + 1 if exploded else 0
         self.minimum = min(self.minimum, value)
         if self.exploded_steps >= self.patience:
-            lr = ", ".join(f"{group['lr']:.3g}" for opt in trainer.optimizers for group in opt.param_groups)
-            raise TrainingDiverged(
-                f"The training loss exploded: {value:.4g} at step {trainer.global_step} (epoch "
-                f"{trainer.current_epoch}), above {self.threshold:g}x its running minimum {self.minimum:.4g} and "
-                f"above the first loss {self.first:.4g} for {self.exploded_steps} consecutive steps; the run "
-                f"stopped and kept no checkpoint of the diverged model; lower the learning rate (lr {lr}) or set "
-                "--trainer.gradient_clip_val, then start again (--divergence_threshold 0 turns this check off).")
+            raise self._exploded(trainer, value, f"for {self.exploded_steps} consecutive steps",
+                                 "and kept no checkpoint of the diverged model")
+
+    def _exploded(self, trainer: Trainer, value: float, when: str, outcome: str) -> TrainingDiverged:
+        """The error of an exploded loss ``value``: ``when`` it was found, the run's ``outcome``, and the fix."""
+        lr = ", ".join(f"{group['lr']:.3g}" for opt in trainer.optimizers for group in opt.param_groups)
+        return TrainingDiverged(
+            f"The training loss exploded: {value:.4g} at step {trainer.global_step} (epoch {trainer.current_epoch}), "
+            f"above {self.threshold:g}x its running minimum {self.minimum:.4g} and above the first loss "
+            f"{self.first:.4g} {when}; the run stopped {outcome}; lower the learning rate (lr {lr}) or set "
+            "--trainer.gradient_clip_val, then start again (--divergence_threshold 0 turns this check off).")
 
     def on_before_optimizer_step(self, trainer: Trainer, pl_module: LightningModule, optimizer: Any) -> None:
         if getattr(trainer.precision_plugin, "scaler", None) is not None:
@@ -163,12 +167,8 @@ class FiniteGuard(Callback):
         if not _all_finite(checkpoint.get("state_dict", {}).values()):
             self._stop(trainer, pl_module, "weights")
         if self.exploded_steps > 0 and trainer.state.fn == "fit":
-            raise TrainingDiverged(
-                f"The training loss exploded: {self.last_finite[1]:.4g} at step {trainer.global_step}, above "
-                f"{self.threshold:g}x its running minimum {self.minimum:.4g} and above the first loss "
-                f"{self.first:.4g}, when a checkpoint was due; the run stopped without saving the diverged model; "
-                "lower the learning rate or set --trainer.gradient_clip_val, then start again "
-                "(--divergence_threshold 0 turns this check off).")
+            raise self._exploded(trainer, self.last_finite[1], "when a checkpoint was due",
+                                 "without saving the diverged model")
 
 
 INTERRUPTED_EXIT_CODE: Optional[int] = None

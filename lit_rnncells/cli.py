@@ -111,8 +111,6 @@ class LitRNNCellsCLI(LightningCLI):
                             help="fit: the run's folder (config, checkpoints, logs). Default: a new "
                                  "<trainer.default_root_dir or runs>/<YYYYmmdd-HHMMSS>; resuming from a checkpoint "
                                  "in a run folder writes into that folder. See docs/runs.md.")
-
-
         parser.add_argument("--divergence_threshold", type=float, default=DIVERGENCE_THRESHOLD,
                             help="fit: stop with an error when the training loss stays above this many times its "
                                  f"running minimum (and above its first value) for {DIVERGENCE_PATIENCE} "
@@ -129,6 +127,15 @@ class LitRNNCellsCLI(LightningCLI):
             self.parser.add_argument("--ckpt_path", type=Optional[str], default=None,
                                      help="the checkpoint the caller's fit resumes from (inside --run_dir).")
 
+    _read: Optional[tuple] = None
+    """(path, checkpoint) of ``--ckpt_path``, read once for the checks before training; dropped after them."""
+
+    def _read_checkpoint(self, ckpt_path: str) -> Dict[str, Any]:
+        """:func:`read_checkpoint`, once per path for the checks of this command line (each loads the whole file)."""
+        if self._read is None or self._read[0] != ckpt_path:
+            self._read = (ckpt_path, read_checkpoint(ckpt_path))
+        return self._read[1]
+
     def _parse_ckpt_path(self) -> None:
         """Check ``--ckpt_path`` before Lightning applies the checkpoint's hyperparameters over the config:
         a readable checkpoint of the task the config builds; flags that change the weights' shapes are refused,
@@ -136,7 +143,7 @@ class LitRNNCellsCLI(LightningCLI):
         subcommand = self.config.get("subcommand")
         ckpt_path = self.config[subcommand].get("ckpt_path") if subcommand else None
         if ckpt_path:
-            checkpoint = read_checkpoint(ckpt_path)
+            checkpoint = self._read_checkpoint(ckpt_path)
             model = self.config[subcommand].get("model")
             saved_task = checkpoint.get(TASK_KEY)
             class_path = model.get("class_path") if model is not None else None
@@ -186,7 +193,8 @@ class LitRNNCellsCLI(LightningCLI):
         """Resuming a run that had reached its epoch or step limit trains, tests and logs nothing: say so, and
         how to train further, and stop (exit 0)."""
         trainer = trainer if trainer is not None else {}
-        why = _run_folder.finished(read_checkpoint(ckpt_path), trainer.get("max_epochs"), trainer.get("max_steps"))
+        why = _run_folder.finished(self._read_checkpoint(ckpt_path), trainer.get("max_epochs"),
+                                   trainer.get("max_steps"))
         if why is not None:
             print(f"Nothing to resume: the run of {ckpt_path} had finished: {why}, and resume with the same "
                   "command. Nothing was trained, tested or logged.", flush=True)
@@ -240,6 +248,7 @@ class LitRNNCellsCLI(LightningCLI):
         super().instantiate_classes()
         self._apply_run_folder()
         self._check_data_against_checkpoint()
+        self._read = None  # the checks are done: training does not keep a second copy of the checkpoint
         threads = threads_for(self.model)
         if threads is not None and isinstance(self.trainer.accelerator, CPUAccelerator):
             torch.set_num_threads(threads)  # small models: see cpu_defaults.py
@@ -260,7 +269,7 @@ class LitRNNCellsCLI(LightningCLI):
         ckpt_path = config.get("ckpt_path")
         if not ckpt_path or self.datamodule is None:
             return
-        state = read_checkpoint(ckpt_path).get(type(self.datamodule).__qualname__)
+        state = self._read_checkpoint(ckpt_path).get(type(self.datamodule).__qualname__)
         if state:
             self.datamodule.load_state_dict(state)  # raises the DataModule's own mismatch error
 

@@ -13,7 +13,7 @@ import importlib
 import inspect
 import re
 from pathlib import Path
-from typing import Iterator, List, Optional
+from typing import Iterator, List, Optional, Sequence
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 USER_ERRORS = (ValueError, TypeError, FileNotFoundError, NotADirectoryError, IsADirectoryError, KeyError,
@@ -43,17 +43,24 @@ def _raised_by_us(error: BaseException) -> bool:
     return Path(tb.tb_frame.f_code.co_filename).resolve().is_relative_to(PACKAGE_DIR)
 
 
-def _suggest_option(class_path: str, option: str) -> str:
-    """``did you mean`` for a constructor option of a class given by its import path."""
+def no_option_message(name: str, option: str, accepted: Optional[Sequence[str]]) -> str:
+    """``<name> has no option '<option>'. Did you mean '<close>'? <name> accepts: ...`` (``accepted`` None: the
+    first sentence only)."""
+    if accepted is None:
+        return f"{name} has no option '{option}'."
+    close = difflib.get_close_matches(option, accepted, n=1)
+    hint = f" Did you mean '{close[0]}'?" if close else ""
+    return f"{name} has no option '{option}'.{hint} {name} accepts: {', '.join(accepted)}."
+
+
+def _constructor_options(class_path: str) -> Optional[List[str]]:
+    """The constructor options of a class given by its import path (None when it cannot be imported)."""
     try:
         module, _, name = class_path.rpartition(".")
-        params = [p for p in inspect.signature(getattr(importlib.import_module(module), name).__init__).parameters
-                  if p not in ("self", "args", "kwargs")]
+        return [p for p in inspect.signature(getattr(importlib.import_module(module), name).__init__).parameters
+                if p not in ("self", "args", "kwargs")]
     except (ImportError, AttributeError, ValueError, TypeError):
-        return ""
-    close = difflib.get_close_matches(option, params, n=1)
-    hint = f" Did you mean '{close[0]}'?" if close else ""
-    return f"{hint} {name} accepts: {', '.join(params)}."
+        return None
 
 
 _NESTED_CELL = re.compile(r"NestedArg\(key='((?:[\w]+\.)*cell)(?:\.(\w+))?', val=(.*)\)\s*$", re.M)
@@ -90,9 +97,7 @@ def _cell_option_message(text: str) -> Optional[str]:
     unknown = [k for k in (spec.get("init_args") or {}) if k not in accepted]
     if not unknown:
         return None
-    close = difflib.get_close_matches(unknown[0], accepted, n=1)
-    hint = f" Did you mean '{close[0]}'?" if close else ""
-    return f"{cls.__name__} has no option '{unknown[0]}'.{hint} {cls.__name__} accepts: {', '.join(accepted)}."
+    return no_option_message(cls.__name__, unknown[0], accepted)
 
 
 def _from_parser_report(text: str) -> Optional[str]:
@@ -103,7 +108,7 @@ def _from_parser_report(text: str) -> Optional[str]:
     match = _NOT_ACCEPTED.search(text)
     if match:
         class_path, option = match.groups()
-        return f"{class_path.rsplit('.', 1)[-1]} has no option '{option}'.{_suggest_option(class_path, option)}"
+        return no_option_message(class_path.rsplit('.', 1)[-1], option, _constructor_options(class_path))
     given = re.findall(r"Given value: (.*)", text)
     if text.lower().startswith("unrecognized arguments"):
         return f"{text.strip()}; run the same command with --help to see the accepted options."

@@ -21,6 +21,8 @@ import time
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
+from .paths import check_output_folder
+
 try:  # POSIX; without it (Windows) a run folder is not locked
     import fcntl
 except ImportError:  # pragma: no cover
@@ -91,9 +93,7 @@ def choose(run_dir: Optional[str], ckpt_path: Optional[str], root: Optional[str]
         return folder, holds_a_run(folder) is not None
     ckpt_folder = run_folder_of_checkpoint(ckpt_path) if ckpt_path else None
     if run_dir is not None:
-        folder = Path(run_dir).expanduser().resolve()
-        if folder.exists() and not folder.is_dir():
-            raise RunFolderError(f"--run_dir {run_dir} is a file; pass a folder path.")
+        folder = check_output_folder(run_dir, "--run_dir").resolve()  # neither it nor a folder above is a file
         found = holds_a_run(folder) if folder.is_dir() else None
         if found is not None and ckpt_folder != folder:
             last = folder / CHECKPOINTS / "last.ckpt"

@@ -11,6 +11,7 @@ from typing import Any, List, Optional, TextIO
 import torch
 from lightning.pytorch import LightningModule, Trainer
 
+from .experiments.param_match import count_parameters
 from .paths import check_output_folder
 
 GPU_SIZED_PARAMETERS = 20_000_000
@@ -64,10 +65,6 @@ def check_output_paths(trainer_config: Any) -> None:
             check_output_folder(save_dir, "--trainer.logger.save_dir")
 
 
-def parameter_count(model: torch.nn.Module) -> int:
-    return sum(p.numel() for p in model.parameters())
-
-
 def _size_options(model: LightningModule) -> List[str]:
     """The size options of this task that shrink it (those its constructor has)."""
     try:
@@ -80,7 +77,7 @@ def _size_options(model: LightningModule) -> List[str]:
 
 def describe_start(model: LightningModule, trainer: Trainer, stage: str) -> List[str]:
     """The lines printed at start: the model's size and device, and the GPU-sized-on-CPU warning."""
-    count = parameter_count(model)
+    count = count_parameters(model)
     try:
         device = trainer.strategy.root_device
     except (AttributeError, IndexError, TypeError, RuntimeError):

@@ -592,6 +592,14 @@ def test_a_default_root_dir_that_is_a_file(workdir, capsys):
                  "--trainer.default_root_dir 'notes.txt' is a file, not a folder", code=2)
 
 
+def test_a_run_dir_under_a_file(workdir, capsys):
+    (workdir / "notes.txt").write_text("mine\n")
+    expect_error(capsys, workdir, ["fit", "--config", LOGIC, *TINY_LOGIC, *QUIET, "--run_dir", "notes.txt/run"],
+                 "--run_dir 'notes.txt/run' is under 'notes.txt', which is a file", code=2)
+    expect_error(capsys, workdir, ["fit", "--config", LOGIC, *TINY_LOGIC, *QUIET, "--run_dir", "notes.txt"],
+                 "--run_dir 'notes.txt' is a file, not a folder", code=2)
+
+
 def test_an_embeddings_file_with_nan(workdir, capsys):
     folder = write_sst(workdir / "sst")
     vectors = workdir / "glove.txt"

@@ -11,6 +11,7 @@ import torch
 from lightning.pytorch import Trainer
 
 from lit_rnncells import start_checks
+from lit_rnncells.experiments.param_match import count_parameters
 from lit_rnncells.cli import run
 from lit_rnncells.tasks import LanguageModel
 
@@ -55,9 +56,9 @@ def test_fit_names_the_parameter_count_and_device_at_start(tmp_path, capsys, mon
 def test_a_gpu_sized_model_on_the_cpu_is_warned_with_the_options_that_shrink_it():
     trainer = Trainer(accelerator="cpu", devices=1, logger=False, enable_checkpointing=False)
     big = LanguageModel("GRU", vocab_size=50, embedding_size=64, hidden_size=2600)
-    assert start_checks.parameter_count(big) > start_checks.GPU_SIZED_PARAMETERS
+    assert count_parameters(big) > start_checks.GPU_SIZED_PARAMETERS
     lines = start_checks.describe_start(big, trainer, "fit")
-    assert lines[0].startswith(f"LanguageModel: {start_checks.parameter_count(big):,} parameters; fit on cpu")
+    assert lines[0].startswith(f"LanguageModel: {count_parameters(big):,} parameters; fit on cpu")
     assert len(lines) == 2 and lines[1].startswith("warning: this config is GPU-sized (")
     assert "--model.init_args.hidden_size 256 --model.init_args.embedding_size 128" in lines[1]
     small = LanguageModel("GRU", vocab_size=50, embedding_size=8, hidden_size=16)

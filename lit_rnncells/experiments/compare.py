@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import difflib
 import json
 import os
 import re
@@ -35,6 +34,7 @@ import yaml
 
 from .. import run_folder
 from ..cells.registry import cell_options, get_cell
+from ..errors import no_option_message
 from ..paths import check_output_folder
 from .report import (CURVES_FILE, RESULT_FILE, curve_groups, log_to_wandb, plot_curves, row_of,
                              summary_markdown, write_csv)
@@ -115,10 +115,7 @@ def check_cell(spec: str) -> Any:
         if not sep:
             raise CompareError(f"--cells {text!r}: options are key=value, e.g. MultiChannel(cell=GRU,block_size=3).")
         if key.strip() not in accepted:
-            close = difflib.get_close_matches(key.strip(), accepted, n=1)
-            hint = f" Did you mean '{close[0]}'?" if close else ""
-            raise CompareError(f"--cells {text!r}: {cls.__name__} has no option '{key.strip()}'.{hint} "
-                               f"{cls.__name__} accepts: {', '.join(accepted)}.")
+            raise CompareError(f"--cells {text!r}: {no_option_message(cls.__name__, key.strip(), accepted)}")
         init_args[key.strip()] = yaml.safe_load(value)
     return {"class_path": name, "init_args": init_args}
 
@@ -339,30 +336,32 @@ def refuse_other_settings(spec: RunSpec, checkpoint: Path) -> None:
                            "started with to resume it, or move the folder away to start it again.")
 
 
-def check_resumable(specs: Sequence[RunSpec]) -> None:
-    """Before any run starts: no unfinished run with a checkpoint was started with other settings."""
+def check_resumable(specs: Sequence[RunSpec]) -> Dict[str, Optional[Tuple[Path, int]]]:
+    """Before any run starts: no unfinished run with a checkpoint was started with other settings. The
+    checkpoint each unfinished run resumes from (:func:`resume_checkpoint`), by run folder."""
+    resumes: Dict[str, Optional[Tuple[Path, int]]] = {}
     for spec in specs:
         folder = Path(spec.folder)
         found = resume_checkpoint(folder) if folder.is_dir() and not (folder / RESULT_FILE).is_file() else None
         if found is not None:
             refuse_other_settings(spec, found[0])
+        resumes[spec.folder] = found
+    return resumes
 
 
-def prepare_folder(spec: RunSpec) -> Optional[Tuple[Path, int]]:
-    """Make ``spec``'s folder ready for its run; the checkpoint it resumes from and its steps (see
-    :func:`resume_checkpoint`), or ``None`` for a fresh start.
+def prepare_folder(spec: RunSpec, found: Optional[Tuple[Path, int]]) -> Optional[Tuple[Path, int]]:
+    """Make ``spec``'s folder ready for its run; ``found``, the checkpoint it resumes from and its steps (see
+    :func:`check_resumable`, which refused other settings), or ``None`` for a fresh start.
 
     An unfinished run with a usable checkpoint resumes (its folder kept as it is) when it was started with the
-    same settings; with other settings it is refused, so no resumable checkpoint is ever deleted. A folder
+    same settings; with other settings it was refused, so no resumable checkpoint is ever deleted. A folder
     with no usable checkpoint is cleared and the run starts from scratch."""
     folder = Path(spec.folder)
     holder = run_folder.lock_holder(folder) if folder.is_dir() else None
     if holder is not None:
         raise CompareError(f"The run folder {folder} is in use by another fit ({holder}), perhaps a run of an earlier "
                            "compare that was stopped; wait for it to finish or stop it, then rerun the same command.")
-    found = resume_checkpoint(folder) if folder.is_dir() else None
     if found is not None:
-        refuse_other_settings(spec, found[0])
         return found
     if folder.exists():
         shutil.rmtree(folder)  # nothing to resume from: the run starts again from scratch
@@ -488,7 +487,7 @@ def run_specs(specs: Sequence[RunSpec], env: Optional[Dict[str, str]] = None, lo
     on ``log`` (default: the current ``sys.stderr``, looked up at the call, not at import) and its id appended to
     ``failed``. An unfinished run started with other settings is a :class:`CompareError` before any run."""
     log = sys.stderr if log is None else log
-    check_resumable(specs)
+    resumes = check_resumable(specs)  # reads each resumable checkpoint once
     results: List[Dict[str, Any]] = []
     failed = [] if failed is None else failed
     for i, spec in enumerate(specs, 1):
@@ -497,7 +496,7 @@ def run_specs(specs: Sequence[RunSpec], env: Optional[Dict[str, str]] = None, lo
             print(f"compare: [{i}/{len(specs)}] {spec.run_id} finished earlier, kept", file=log, flush=True)
             results.append(json.loads(done.read_text()))
             continue
-        resume = prepare_folder(spec)
+        resume = prepare_folder(spec, resumes[spec.folder])
         if resume is None:
             print(f"compare: [{i}/{len(specs)}] {spec.run_id} ...", file=log, flush=True)
         else:

@@ -275,7 +275,9 @@ def report_sections(text: str) -> Dict[str, str]:
 
 def reproduce(paper: str, out: Path, report: Optional[Path], experiments: Optional[Sequence[str]] = None,
               read_only: bool = False, log: Any = None) -> str:
-    """Run (or read) a paper's experiments, write and return its markdown report."""
+    """Run (or read) a paper's experiments, write and return its markdown report (progress on ``log``, default
+    the current ``sys.stderr``)."""
+    log = sys.stderr if log is None else log
     if paper not in PAPERS:
         raise CompareError(f"Unknown paper {paper!r}; use one of {', '.join(PAPERS)}.")
     title, exps = PAPERS[paper]
@@ -298,7 +300,7 @@ def reproduce(paper: str, out: Path, report: Optional[Path], experiments: Option
         if read_only and not finished and kept and NOT_RUN not in kept:
             parts.append(kept)  # never replace finished results with "not run"
             print(f"reproduce: {folder} holds no finished run of {exp.name}; kept the results already in {report}.",
-                  file=log or sys.stderr)
+                  file=log)
             continue
         if read_only and not finished:
             parts += [f"## {exp.title}", "", f"{NOT_RUN}: `python -m lit_rnncells.reproduce {paper} "
@@ -316,11 +318,11 @@ def reproduce(paper: str, out: Path, report: Optional[Path], experiments: Option
                            list(exp.cells), seeds=exp.seeds, budget=exp.budget, out=folder,
                            match_params=exp.match_params, hidden_size=exp.hidden_size, vary=list(exp.vary),
                            extra=list(exp.extra), test_every_epoch=exp.test_every_epoch, no_wandb=True,
-                           log=log or sys.stderr)
+                           log=log)
         if not rows and kept and NOT_RUN not in kept:  # every run failed: keep what the report had
             parts.append(kept)
             print(f"reproduce: no run of {exp.name} finished; kept the results already in {report}.",
-                  file=log or sys.stderr)
+                  file=log)
             continue
         figures = []
         if report is not None:
