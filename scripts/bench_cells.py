@@ -17,15 +17,20 @@ skipped.
     python scripts/bench_cells.py --quick         # tiny sizes, checks the script runs
     python scripts/bench_cells.py --compile       # only compiled ÷ eager per cell, B32 and B4 (T100 I128 H256)
     python scripts/bench_cells.py --compile --quick
+    python scripts/bench_cells.py --compile --parameter-gradients   # where the step's time goes
 
 ``--compile``: each cell's ``Recurrent(compile=True)`` beside the same weights eager, forward +
 backward, in interleaved rounds (one thread unless ``--threads``); the ratio is taken within each
 round and the median and the best round are printed, with the compile time (first two calls)
-apart. ``--end-to-end`` runs scripts/bench_compile_tasks.py (tokens/s of whole training steps).
+apart. ``--parameter-gradients`` instead times each step beside the same step with the parameters
+frozen (the gradient still runs back through every step): the share of the step the weight
+gradients take, eager and compiled, and compiled ÷ eager both ways. ``--end-to-end`` runs
+scripts/bench_compile_tasks.py (tokens/s of whole training steps).
 """
 from __future__ import annotations
 
 import argparse
+import copy
 import importlib.util
 import inspect
 import statistics
@@ -113,6 +118,54 @@ def bench_compile(cells: Sequence[str], sizes: Dict[str, Tuple[int, int, int, in
     return rows
 
 
+def frozen_copy(module: nn.Module) -> nn.Module:
+    """A copy of ``module`` whose parameters take no gradient: its backward runs through the recurrence
+    (the input needs a gradient) but computes no weight gradient."""
+    twin = copy.deepcopy(module)
+    twin.requires_grad_(False)
+    return twin
+
+
+def bench_parameter_gradients(cells: Sequence[str], sizes: Dict[str, Tuple[int, int, int, int]],
+                              repeats: int) -> List[dict]:
+    """How much of a training step the parameter gradients take, eager and compiled: forward + backward with
+    every parameter's gradient beside the same step with the parameters frozen (the gradient still flows back
+    through all steps to the input), ratios within each round."""
+    rows = []
+    for label, (batch, steps, inp, hidden) in sizes.items():
+        torch.manual_seed(0)
+        x = torch.randn(batch, steps, inp, requires_grad=True)
+        jobs: Dict[str, Callable[[], None]] = {}
+        for name in cells:
+            eager, compiled, _ = compiled_twin(COMPILE_EXTRA.get(name, name), inp, hidden, x)
+            frozen_eager, frozen_compiled = frozen_copy(eager), frozen_copy(compiled)
+            for _ in range(2):  # the frozen twin has graphs of its own: compiled before the timing
+                train_step(frozen_compiled, x)()
+            for mode, module in (("eager", eager), ("compiled", compiled), ("eager frozen", frozen_eager),
+                                 ("compiled frozen", frozen_compiled)):
+                jobs[f"{name} {mode}"] = train_step(module, x)
+        times = interleaved_times(jobs, repeats)
+        for name in cells:
+            def ratio(a: str, b: str) -> float:
+                return statistics.median(t / u for t, u in zip(times[f"{name} {a}"], times[f"{name} {b}"]))
+            rows.append({"cell": name, "size": f"{label} T{steps} I{inp} H{hidden}",
+                         "eager_ms": statistics.median(times[f"{name} eager"]) * 1e3,
+                         "eager_share": 1.0 - ratio("eager frozen", "eager"),
+                         "compiled_share": 1.0 - ratio("compiled frozen", "compiled"),
+                         "compiled_ratio": ratio("compiled", "eager"),
+                         "frozen_ratio": ratio("compiled frozen", "eager frozen")})
+    return rows
+
+
+def format_parameter_gradient_rows(rows: Sequence[dict]) -> str:
+    out = ["| cell | size | eager ms | parameter gradients' share, eager | same, compiled | compiled ÷ eager | "
+           "compiled ÷ eager, parameters frozen |", "|---|---|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        out.append(f"| {r['cell']} | {r['size']} | {r['eager_ms']:.1f} | {r['eager_share']:.0%} | "
+                   f"{r['compiled_share']:.0%} | {r['compiled_ratio']:.2f} | {r['frozen_ratio']:.2f} |")
+    return "\n".join(out)
+
+
 def format_compile_rows(rows: Sequence[dict]) -> str:
     out = ["| cell | size | step compiled | eager ms | compiled ms | compiled ÷ eager (median of rounds) | best round | "
            "compile s (first 2 calls) |", "|---|---|---|---:|---:|---:|---:|---:|"]
@@ -154,6 +207,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--threads", type=int, default=1, help="torch threads for --compile (default 1)")
     parser.add_argument("--force-compile", action="store_true",
                         help="with --compile: also compile the cells marked compile_on_cpu = False")
+    parser.add_argument("--parameter-gradients", action="store_true",
+                        help="with --compile: the share of each training step the parameter gradients take, "
+                             "eager and compiled (the step beside the same step with the parameters frozen)")
     parser.add_argument("--end-to-end", nargs="*", default=None, metavar="ARG",
                         help="run scripts/bench_compile_tasks.py (tokens/s with compile ÷ without) with these args")
     args = parser.parse_args(argv)
@@ -170,8 +226,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         malloc = allocator_setting(args.system_malloc)
         print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s); forward+backward, {repeats} "
               f"interleaved rounds; {malloc}\n")
-        print(format_compile_rows(bench_compile(cells, COMPILE_QUICK if args.quick else COMPILE_SIZES, repeats)),
-              flush=True)
+        sizes = COMPILE_QUICK if args.quick else COMPILE_SIZES
+        if args.parameter_gradients:
+            print(format_parameter_gradient_rows(bench_parameter_gradients(cells, sizes, repeats)), flush=True)
+        else:
+            print(format_compile_rows(bench_compile(cells, sizes, repeats)), flush=True)
         return
     if args.quick:
         args.sizes, args.repeats, args.skip_mzu, args.skip_mcrnn = ["quick"], 1, True, True

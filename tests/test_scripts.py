@@ -56,3 +56,29 @@ def test_bench_gpu_runs_on_cpu_at_tiny_sizes():
 def test_bench_cells_compile_quick_prints_the_ratio_table():
     out = run_script("scripts/bench_cells.py", "--compile", "--quick", "--cells", "GRU")
     assert "| GRU | B4 T6 I8 H8 | no (eager) |" in out and "compiled ÷ eager" in out
+
+
+def test_bench_cells_parameter_gradients_quick_prints_the_share_table():
+    out = run_script("scripts/bench_cells.py", "--compile", "--parameter-gradients", "--quick", "--cells", "GRU")
+    assert "parameter gradients' share, eager" in out and "| GRU | B4 T6 I8 H8 |" in out
+
+
+def test_frozen_copy_runs_the_recurrence_backward_without_weight_gradients():
+    """The frozen twin the parameter-gradient table times: the gradient reaches the input through every step,
+    no parameter gets one, and the original module keeps training."""
+    import importlib.util
+
+    import torch
+
+    from lit_rnncells.nn import Recurrent
+
+    spec = importlib.util.spec_from_file_location("bench_cells_for_test", ROOT / "scripts" / "bench_cells.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    layer = Recurrent("SatMZU", 4, 8, batch_first=True)
+    frozen = bench.frozen_copy(layer)
+    x = torch.randn(2, 5, 4, requires_grad=True)
+    frozen(x)[0][:, -1].sum().backward()
+    assert x.grad is not None and x.grad[:, 0].abs().sum() > 0  # the first step's input: through all steps
+    assert all(p.grad is None and not p.requires_grad for p in frozen.parameters())
+    assert all(p.requires_grad for p in layer.parameters())
