@@ -92,7 +92,8 @@ def format_rows(rows: Sequence[dict], baseline: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(allow_abbrev=False, description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", default="cuda", help="cuda (default), cuda:1, cpu, ...")
     parser.add_argument("--cells", nargs="+", default=list(CELLS), choices=list(CELLS))
     parser.add_argument("--repeats", type=int, default=10)

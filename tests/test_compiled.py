@@ -41,7 +41,7 @@ def _run(layer: Recurrent, x: torch.Tensor, lengths) -> Dict[str, object]:
     """Outputs, final state, aux loss and every parameter's gradient of a loss reading all three."""
     layer.zero_grad(set_to_none=True)
     out, state, aux = layer(x, lengths=lengths, return_aux=True)
-    weight = torch.linspace(-1, 1, out.numel()).view_as(out)
+    weight = torch.linspace(-1, 1, out.numel(), device=out.device).view_as(out)  # on the layer's device
     loss = (out * weight).sum() + aux + sum(leaf.float().square().sum() for leaf in _leaves(state)
                                             if leaf.is_floating_point())
     loss.backward()

@@ -21,6 +21,13 @@ NO_GPU = "needs a CUDA device; torch.cuda.is_available() is False on this machin
 pytestmark = [pytest.mark.cuda, pytest.mark.skipif(not torch.cuda.is_available(), reason=NO_GPU)]
 
 
+@pytest.fixture(autouse=True)
+def full_precision_cudnn(monkeypatch):
+    """cuDNN may run its fused LSTM in TF32 on Ampere and later (``torch.backends.cudnn.allow_tf32`` is on by
+    default), about 3 decimal digits: the equality tests compare float32 with float32."""
+    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", False)
+
+
 def _to_cpu(result: Dict[str, object]) -> Dict[str, object]:
     return {"out": result["out"].cpu(), "state": tuple(s.cpu() for s in result["state"]), "aux": result["aux"].cpu(),
             "grads": {n: None if g is None else g.cpu() for n, g in result["grads"].items()}}
