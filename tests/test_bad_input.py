@@ -256,6 +256,8 @@ def test_empty_and_missing_corpus_files(workdir, capsys, monkeypatch):
     expect_error(capsys, workdir, args, "Missing corpus file", "test.txt")
     (corpus / "test.txt").write_text("")
     expect_error(capsys, workdir, args, "is empty")
+    (corpus / "test.txt").write_bytes("café au lait\n".encode("latin-1"))  # a Latin-1 file, not UTF-8
+    expect_error(capsys, workdir, args, "test.txt", "is not UTF-8 text (byte 3", "iconv")
 
 
 def test_an_empty_data_root_is_named_at_once(workdir, capsys, monkeypatch):

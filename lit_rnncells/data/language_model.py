@@ -87,7 +87,12 @@ def read_local(dataset: str, folder: Path) -> Tuple[Dict[str, str], List[Dict[st
         if path.stat().st_size == 0:
             raise ValueError(f"Corpus file {str(path)!r} is empty; the {split} split needs text.")
         data = path.read_bytes()
-        raw[split] = data.decode("latin-1") if dataset == "enwik8" else data.decode("utf-8")
+        try:
+            raw[split] = data.decode("latin-1") if dataset == "enwik8" else data.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise ValueError(f"Corpus file {str(path)!r} is not UTF-8 text (byte {error.start}: {error.reason}); "
+                             "convert it to UTF-8 first, e.g. iconv -f latin1 -t utf-8 (its encoding in place "
+                             "of latin1).") from None
         prints.append(file_fingerprint(path))
     return raw, prints
 
