@@ -6,7 +6,7 @@ import inspect
 import os
 import sys
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Union
 
 import torch
 from lightning.pytorch import LightningDataModule, LightningModule, Trainer
@@ -93,6 +93,19 @@ class ProgArgumentParser(LightningArgumentParser):
         super().__init__(*args, prog=prog or PROG, **kwargs)
 
 
+BATCH_LIMITS = ("limit_train_batches", "limit_val_batches", "limit_test_batches", "limit_predict_batches")
+
+
+def read_batch_limits_as_counts_first(parser: LightningArgumentParser) -> None:
+    """``--trainer.limit_val_batches 1`` means one batch, as Lightning documents (an int is a count, a float a
+    fraction). The Trainer annotates these options ``Union[float, int, None]``, so the parser read ``1`` as
+    ``1.0``, i.e. all batches; with the int tried first, ``1`` is one batch and ``1.0`` / ``0.5`` stay fractions."""
+    for action in parser._actions:
+        hint = getattr(action, "_typehint", None)  # jsonargparse's ActionTypeHint keeps the type here
+        if hint is not None and action.dest.rsplit(".", 1)[-1] in BATCH_LIMITS and action.dest.startswith("trainer."):
+            action._typehint = Optional[Union[int, float]]
+
+
 class LitRNNCellsCLI(LightningCLI):
     """LightningCLI with subclass modes, data→model links and the W&B default logger.
 
@@ -117,6 +130,7 @@ class LitRNNCellsCLI(LightningCLI):
                                  "consecutive steps; 0 turns the check off.")
         for name in DATA_TO_MODEL_LINKS:
             parser.link_arguments(f"data.{name}", f"model.init_args.{name}", apply_on="instantiate")
+        read_batch_limits_as_counts_first(parser)
 
     def setup_parser(self, add_subcommands: bool, main_kwargs: Dict[str, Any],
                      subparser_kwargs: Dict[str, Any]) -> None:

@@ -106,3 +106,17 @@ def test_ckpt_path_reaches_a_datamodule_that_accepts_it_in_test_and_predict_not_
     for sub in ("test", "predict"):
         cli = main([sub, "--config", MUFURU, *TINY, *data, "--ckpt_path", ckpt])
         assert cli.datamodule.checkpoint_path == ckpt
+
+
+def test_a_batch_limit_of_1_is_one_batch_and_1_0_all(tmp_path, monkeypatch):
+    """Lightning reads an int as a count and a float as a fraction; the Trainer's annotation put float first,
+    so ``--trainer.limit_val_batches 1`` became 1.0 (every batch)."""
+    monkeypatch.chdir(tmp_path)
+    small = [*TINY, "--data.init_args.val_size", "64", "--data.init_args.batch_size", "8",
+             "--trainer.default_root_dir", str(tmp_path), "--test_after_fit", "false"]
+    cli = main(["fit", "--config", MUFURU, *small, "--trainer.limit_val_batches", "1",
+                "--trainer.limit_train_batches", "2"])
+    assert cli.trainer.num_training_batches == 2 and cli.trainer.num_val_batches == [1]
+    cli = main(["fit", "--config", MUFURU, *small, "--trainer.limit_val_batches", "1.0",
+                "--trainer.limit_train_batches", "0.5"])
+    assert cli.trainer.num_training_batches == 4 and cli.trainer.num_val_batches == [8]
