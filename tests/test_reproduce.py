@@ -93,3 +93,30 @@ def test_reading_no_finished_runs_keeps_the_results_a_report_already_holds(tmp_p
 def test_the_readme_reproduce_line_writes_under_runs():
     line = next(ln for ln in (ROOT / "README.md").read_text().splitlines() if "lit_rnncells.reproduce mzu" in ln)
     assert "--report runs/" in line and "docs/reproduction" not in line
+
+
+def _finished_run(folder: Path, cell: str, losses) -> Path:
+    """A run folder as compare leaves it: result.json and the validation curve (val/loss every 100 steps)."""
+    import json
+
+    folder.mkdir(parents=True)
+    (folder / "result.json").write_text(json.dumps({"cell": cell, "monitor": "val/loss"}))
+    (folder / "curves.json").write_text(json.dumps(
+        {"validation": [{"step": 100 * (i + 1), "val/loss": v} for i, v in enumerate(losses)], "test": []}))
+    return folder / "result.json"
+
+
+def test_the_report_says_how_much_each_curve_still_moved_in_the_last_quarter(tmp_path):
+    from lit_rnncells.experiments.reproduce import experiment_markdown, last_quarter_change
+
+    exp = _exp()
+    # steps 100..800: the last quarter runs from the validation nearest step 600 to step 800
+    files = [_finished_run(tmp_path / "g1", "GRU", [3.0, 2.5, 2.2, 2.1, 2.05, 2.0, 1.98, 1.96]),
+             _finished_run(tmp_path / "g2", "GRU", [3.0, 2.4, 2.2, 2.1, 2.05, 2.0, 1.99, 1.96]),
+             _finished_run(tmp_path / "m1", "MuFuRU", [3.0, 2.9, 2.8, 2.7, 2.6, 2.5, 2.4, 2.3])]
+    moved = {f["cell"]: f for f in last_quarter_change(files, exp)}
+    assert moved["GRU"]["change"] == pytest.approx(-0.04) and moved["GRU"]["share"] == pytest.approx(0.04 / 1.04)
+    assert moved["MuFuRU"]["change"] == pytest.approx(-0.2) and moved["MuFuRU"]["share"] == pytest.approx(0.2 / 0.7)
+    text = experiment_markdown(exp, summarise([_row("GRU", 1, 0.5), _row("MuFuRU", 1, 0.9)], exp), [],
+                               list(moved.values()))
+    assert "last quarter of the budget" in text and "GRU -0.040 (4%)" in text and "MuFuRU -0.200 (29%)" in text

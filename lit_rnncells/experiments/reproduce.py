@@ -23,7 +23,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..paths import check_output_file, check_output_folder
 from .compare import CompareError, compare
-from .report import RESULT_FILE, curve_groups, plot_curves, row_of
+from .report import CURVES_FILE, RESULT_FILE, curve_groups, plot_curves, row_of
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -233,7 +233,32 @@ def fmt(value: Optional[float], std: Optional[float] = None) -> str:
         f"{value:.2f}" + (f" ± {std:.2f}" if std is not None else "")
 
 
-def experiment_markdown(exp: Experiment, entries: List[Dict[str, Any]], figures: Sequence[str]) -> str:
+def last_quarter_change(result_files: Sequence[Path], exp: Experiment) -> List[Dict[str, Any]]:
+    """Per cell, how much its validation curve still moved in the last quarter of the budget: the change of the
+    monitored metric from the validation nearest 3/4 of the run's steps to its last one, and that change as a
+    share of the whole change since the first validation (mean over seeds). Near 0 %: the curve has flattened."""
+    labels = {spec_label(spec): name for spec, name in exp.cells.items()}
+    by_cell: Dict[str, List[Tuple[float, float]]] = {}
+    monitor = ""
+    for path in result_files:
+        result = json.loads(path.read_text())
+        monitor = result["monitor"]
+        curves = path.parent / CURVES_FILE
+        points = [(p["step"], p[monitor]) for p in json.loads(curves.read_text()).get("validation", [])
+                  if monitor in p] if curves.is_file() else []
+        if len(points) < 3:
+            continue
+        last_step, last = points[-1]
+        quarter = min(points, key=lambda p: abs(p[0] - 0.75 * last_step))[1]
+        whole = last - points[0][1]
+        by_cell.setdefault(labels.get(result["cell"], result["cell"]), []).append(
+            (last - quarter, (last - quarter) / whole if whole else float("nan")))
+    return [{"cell": cell, "monitor": monitor, "change": statistics.fmean(c for c, _ in values),
+             "share": statistics.fmean(s for _, s in values)} for cell, values in by_cell.items()]
+
+
+def experiment_markdown(exp: Experiment, entries: List[Dict[str, Any]], figures: Sequence[str],
+                        flattening: Sequence[Dict[str, Any]] = ()) -> str:
     grid_keys = [v.split("=", 1)[0] for v in exp.vary]
     short = [k.rsplit(".", 1)[-1] for k in grid_keys]
     lines = [f"## {exp.title}", "",
@@ -250,6 +275,11 @@ def experiment_markdown(exp: Experiment, entries: List[Dict[str, Any]], figures:
     lines.append("")
     if not exp.vary:
         lines += [ordering_verdict(entries, exp), ""]
+        if flattening:
+            lines += ["Validation " + flattening[0]["monitor"] + " over the last quarter of the budget (mean over seeds; "
+                      "the share is of the whole change since the first validation, near 0 % when the curve has "
+                      "flattened): " + "; ".join(f"{f['cell']} {f['change']:+.3f} ({f['share']:.0%})"
+                                               for f in flattening) + ".", ""]
     else:
         for point in sorted({tuple(e["grid"].items()) for e in entries}):
             members = [e for e in entries if tuple(e["grid"].items()) == point]
@@ -338,7 +368,8 @@ def reproduce(paper: str, out: Path, report: Optional[Path], experiments: Option
                     target.parent.mkdir(parents=True, exist_ok=True)
                     shutil.copyfile(folder / png, target)
                     figures.append(str(target))
-        parts.append(experiment_markdown(exp, summarise(rows, exp), figures))
+        parts.append(experiment_markdown(exp, summarise(rows, exp), figures,
+                                         last_quarter_change(sorted(folder.glob(f"*/{RESULT_FILE}")), exp)))
     if experiments is None and paper in NOTES:
         parts.append(NOTES[paper])
     text = "\n".join(parts).rstrip() + "\n"
