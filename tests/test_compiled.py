@@ -256,3 +256,24 @@ def test_compiled_fit_resumes_exactly_after_sigterm(data_dir, tmp_path, capsys) 
     assert sorted(resumed) == sorted(uninterrupted) == list(range(1, 9))
     for step in uninterrupted:
         assert resumed[step] == pytest.approx(uninterrupted[step], rel=1e-6), step
+
+
+def test_the_compile_time_is_said_once_and_an_eager_step_is_named_not_timed(monkeypatch, capsys) -> None:
+    """The first forward that runs a compiled step prints its time, once per process; a cell that keeps its eager
+    step on this device is named once instead, never reported as compiled in 0.0 s."""
+    from lit_rnncells.cells import GRU
+    from lit_rnncells.nn import compiled
+
+    monkeypatch.setattr(compiled, "_reported", set())
+    monkeypatch.setattr(GRU, "compile_on_cpu", False)
+    x = torch.randn(2, 3, INPUT)
+    gru = Recurrent("GRU", INPUT, HIDDEN, batch_first=True, compile=True)
+    for _ in range(2):
+        gru(x, lengths=torch.tensor([3, 1]))
+    out = capsys.readouterr().out
+    assert out.count("GRU keeps its eager step on cpu") == 1 and "compiled the recurrent step" not in out
+    layer = Recurrent(_Counted, INPUT, HIDDEN, batch_first=True, compile=True)
+    for _ in range(2):
+        layer(x, lengths=torch.tensor([3, 1]))
+    out = capsys.readouterr().out
+    assert out.count("compiled the recurrent step in") == 1 and "keeps its eager step" not in out

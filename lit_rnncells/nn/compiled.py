@@ -16,9 +16,8 @@ the whole loop is compiled.
 """
 from __future__ import annotations
 
-import time
 import types
-from typing import Callable, Dict, Optional, Tuple
+from typing import Callable, Dict, Iterable, Optional, Set, Tuple
 
 import torch
 from torch import Tensor
@@ -29,7 +28,8 @@ StepFn = Callable[[RecurrentCell, Tensor, State, Optional[Tensor], bool, bool], 
 
 _COMPILED: Dict[type, StepFn] = {}
 _CODE: Dict[type, types.CodeType] = {}
-_reported = False
+_calls = 0  # compiled steps run in this process: a forward that ran none compiled nothing
+_reported: Set[str] = set()  # what was said already ("compile time", and each cell class kept eager)
 
 
 def _fresh_copy(fn: Callable, name: str) -> Callable:
@@ -56,6 +56,8 @@ def compiled_step(cell: RecurrentCell) -> StepFn:
         compiled = torch.compile(body, dynamic=None)
 
         def fn(cell, x_t, state, mask_t, use_aux, keep_precision, _compiled=compiled):
+            global _calls
+            _calls += 1
             for leaf in (x_t, mask_t, *(state if isinstance(state, tuple) else (state,))):
                 if leaf is not None:
                     torch._dynamo.maybe_mark_dynamic(leaf, 0)
@@ -73,15 +75,22 @@ def compiled_graph_count(cls: type) -> int:
     return 0 if code is None else len(_debug_get_cache_entry_list(code))
 
 
-def report_compile_time(seconds: float) -> None:
-    """Print, once per process, how long the first compiled forward took (mostly compiling)."""
-    global _reported
-    if not _reported:
-        _reported = True
+def compiled_calls() -> int:
+    """How many compiled steps this process has run (the layer compares it before and after a forward)."""
+    return _calls
+
+
+def report_compiled_forward(cells: Iterable[RecurrentCell], device: torch.device, seconds: float,
+                            ran_compiled: bool) -> None:
+    """Print, once per process, how long the first forward that ran a compiled step took (mostly compiling);
+    and once per cell class whose step stays eager on ``device`` (``compile_on_cpu = False``), that it does."""
+    if ran_compiled and "compile time" not in _reported:
+        _reported.add("compile time")
         print(f"lit_rnncells: compiled the recurrent step in {seconds:.1f} s (first forward; the backward compiles "
               "on its first call; torch's compiler cache makes later runs faster)", flush=True)
-
-
-def timed_first_call() -> Optional[float]:
-    """``time.perf_counter()`` if the compile time is still to be reported, else ``None``."""
-    return None if _reported else time.perf_counter()
+    for cell in cells:
+        name = type(cell).__name__
+        if not use_compiled(cell, device) and name not in _reported:
+            _reported.add(name)
+            print(f"lit_rnncells: compile=True: {name} keeps its eager step on {device.type} (compiled, its step "
+                  "measured slower there; docs/measured.md, \"Compiled recurrence\")", flush=True)

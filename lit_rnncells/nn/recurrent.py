@@ -12,7 +12,7 @@ from torch.nn import functional as F
 
 from ..cells.base import CellFactory, RecurrentCell, State, check_positive, check_probability
 from ..cells.registry import get_cell
-from .compiled import compiled_step, report_compile_time, timed_first_call, use_compiled
+from .compiled import compiled_calls, compiled_step, report_compiled_forward, use_compiled
 
 
 def map_state(fn, *states: State) -> State:
@@ -215,10 +215,11 @@ class Recurrent(nn.Module):
 
     def forward(self, x: Tensor, state: Optional[State] = None, lengths: Optional[Tensor] = None,
                 *, return_aux: bool = False):
-        started = timed_first_call() if self.compiled else None
+        if not self.compiled:
+            return self._forward(x, state, lengths, return_aux)
+        started, calls = time.perf_counter(), compiled_calls()
         result = self._forward(x, state, lengths, return_aux)
-        if started is not None:
-            report_compile_time(time.perf_counter() - started)
+        report_compiled_forward(self.cells, x.device, time.perf_counter() - started, compiled_calls() > calls)
         return result
 
     def _forward(self, x: Tensor, state: Optional[State], lengths: Optional[Tensor], return_aux: bool):
