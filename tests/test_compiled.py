@@ -177,7 +177,7 @@ def test_cells_marked_eager_on_cpu_do_not_compile_there(monkeypatch) -> None:
     layer = Recurrent("GRU", INPUT, HIDDEN, batch_first=True, compile=True)
     layer(torch.randn(2, 3, INPUT), lengths=torch.tensor([3, 1]))[0].sum().backward()
     assert compiled_graph_count(GRU) == before
-    assert {"Elman", "GRU", "MGU", "CARU"} == {c.__name__ for c in CPU_EAGER}
+    assert {"Elman", "GRU", "MGU", "CARU", "MuFuRU"} == {c.__name__ for c in CPU_EAGER}
 
 
 def test_plot_hooks_record_through_a_compiled_layer() -> None:

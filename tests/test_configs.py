@@ -68,6 +68,7 @@ def wandb_offline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     run is finished afterwards (in-process runs share one W&B service), even when the test fails."""
     monkeypatch.setenv("WANDB_MODE", "offline")  # conftest turns W&B off for every other test
     monkeypatch.chdir(tmp_path)
+    wandb.finish()  # a run an earlier in-process fit left open (W&B disabled) would be reused by the logger
     wandb.teardown()  # W&B keeps the settings of its first run in the process: read WANDB_MODE again
     try:
         yield

@@ -77,8 +77,8 @@ PAPERS: Dict[str, Tuple[str, List[Experiment]]] = {
             paper_setting="embedding 256, hidden 800, batch 256, BPTT 150, Adam 1e-3, epochs not given",
             our_setting="parameters matched to a GRU of 256 (≈263k), embedding 64, batch 32, BPTT 100, locked "
                         "dropout 0.1, Adam 1e-3, one epoch (1,568 steps), validation every 100 steps on 40 "
-                        "batches, the best of the 15 tested; the recurrence compiled (the MZU cells and MuFuRU; "
-                        "GRU and CARU run their eager step on CPU, see docs/measured.md)"),
+                        "batches, the best of the 15 tested; `compile: true` (on CPU the MZU cells compile, the others "
+                        "keep their eager step: docs/measured.md; values are eager's either way)"),
         Experiment(
             name="absa_restaurants", title="SemEval-2014 Restaurants (DS), test accuracy % (Table 6)",
             config="configs/classification/absa_restaurants_gru_dt.yaml",
