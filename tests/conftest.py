@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 from pathlib import Path
 from typing import Optional, Set
@@ -49,6 +50,17 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 def _seed_and_offline(monkeypatch: pytest.MonkeyPatch) -> None:
     torch.manual_seed(0)
     monkeypatch.setenv("WANDB_MODE", "disabled")
+
+
+@pytest.fixture(autouse=True)
+def _signal_handlers_restored():
+    """A test leaves SIGINT and SIGTERM as it found them: an in-process fit may change them (Lightning ignores
+    SIGINT after a Ctrl-C and never restores it), and processes a later test starts would inherit that."""
+    saved = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+    yield
+    for signum, handler in saved.items():
+        if signal.getsignal(signum) is not handler and handler is not None:
+            signal.signal(signum, handler)
 
 
 def real_data_dir() -> Path | None:
