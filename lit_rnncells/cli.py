@@ -445,6 +445,7 @@ def run(args: Optional[List[str]] = None) -> int:
     shows the full traceback instead. Internal errors always show their traceback."""
     debug = os.environ.get(TRACEBACK_ENV, "") not in ("", "0")
     _callbacks.INTERRUPTED_EXIT_CODE = None
+    threads = torch.get_num_threads()  # a small model's one-thread default must not outlive its run
     try:
         main(args, parser_kwargs=None if debug else {"exit_on_error": False})
     except SystemExit as stop:  # --help, --print_config, SIGTERM (Lightning's SIGTERMException), Ctrl-C
@@ -458,6 +459,8 @@ def run(args: Optional[List[str]] = None) -> int:
         print(f"error: {message}\n(set {TRACEBACK_ENV}=1 to see the full traceback)", file=sys.stderr)
         return 1 if isinstance(error, TrainingDiverged) else 2
     finally:
+        if torch.get_num_threads() != threads:
+            torch.set_num_threads(threads)
         _run_folder.unlock()  # and remove a run folder this call created but never wrote to
         if os.environ.get("LOCAL_RANK", "0") == "0":
             os.environ.pop(_run_folder.ENV, None)  # the next fit in this process chooses its own folder

@@ -82,3 +82,34 @@ def test_frozen_copy_runs_the_recurrence_backward_without_weight_gradients():
     assert x.grad is not None and x.grad[:, 0].abs().sum() > 0  # the first step's input: through all steps
     assert all(p.grad is None and not p.requires_grad for p in frozen.parameters())
     assert all(p.requires_grad for p in layer.parameters())
+
+
+def test_bench_compile_tasks_quick_times_real_fits_both_ways(data_dir):
+    """A real PTB char fit eager and compiled through the command line, and the ratio table."""
+    out = run_script("scripts/bench_compile_tasks.py", "--quick", "--jobs", "ptb_gru")
+    assert "| job | eager s/step | compiled s/step | tokens/s compiled ÷ eager |" in out
+    row = next(line for line in out.splitlines() if line.startswith("| ptb_gru |"))
+    assert float(row.split("|")[2]) > 0 and float(row.split("|")[3]) > 0
+
+
+def test_bench_compile_decode_quick_decodes_real_sources_both_ways(data_dir):
+    """Greedy and beam 5 over Multi30k test sources, eager and compiled with the same weights: GRU keeps its
+    eager step on CPU (so both decoders give the same tokens), satMZU's step compiles."""
+    out = run_script("scripts/bench_compile_decode.py", "--quick", "--cells", "GRU", "SatMZU")
+    rows = {(cols[1].strip(), cols[2].strip()): cols for cols in
+            (line.split("|") for line in out.split("\n\n")[-1].splitlines()[2:])}
+    assert set(rows) == {(c, d) for c in ("GRU", "SatMZU") for d in ("greedy", "beam 5")}
+    assert rows[("GRU", "greedy")][3].strip() == "no (eager)" and rows[("SatMZU", "greedy")][3].strip() == "yes"
+    assert rows[("GRU", "greedy")][9].strip() == rows[("GRU", "beam 5")][9].strip() == "8/8"
+    assert rows[("SatMZU", "beam 5")][9].strip().endswith("/8")  # compiled: equal within float tolerance only
+    greedy, beam = int(rows[("SatMZU", "greedy")][4].replace(",", "")), int(rows[("SatMZU", "beam 5")][4].replace(",", ""))
+    assert greedy > 0 and beam > greedy  # beam 5 steps more rows
+
+
+def test_bench_compile_decode_names_a_missing_data_folder(tmp_path):
+    import os
+
+    env = {**os.environ, "LIT_RNNCELLS_DATA": str(tmp_path)}
+    result = subprocess.run([sys.executable, "scripts/bench_compile_decode.py", "--quick"], cwd=ROOT, env=env,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and result.stderr.startswith("error: no Multi30k copy found")
