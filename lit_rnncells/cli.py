@@ -5,6 +5,7 @@ import importlib
 import inspect
 import os
 import sys
+import warnings
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Union
 
@@ -25,7 +26,7 @@ from .callbacks import (DIVERGENCE_PATIENCE, DIVERGENCE_THRESHOLD, FiniteGuard, 
 from .data.checkpoint_state import read_checkpoint
 from .errors import user_message
 from .progress import LineProgress, wants_line_progress
-from .quiet import quiet_known_noise
+from .quiet import quiet_known_noise, quiet_mid_epoch_resume_warning
 from .start_checks import check_accelerator, check_output_paths, report_start
 from . import run_folder as _run_folder
 from .tasks.base import RecurrentTask
@@ -263,6 +264,7 @@ class LitRNNCellsCLI(LightningCLI):
         self._apply_run_folder()
         self._check_data_against_checkpoint()
         self._read = None  # the checks are done: training does not keep a second copy of the checkpoint
+        quiet_mid_epoch_resume_warning(self.datamodule)
         threads = threads_for(self.model)
         if threads is not None and isinstance(self.trainer.accelerator, CPUAccelerator):
             torch.set_num_threads(threads)  # small models: see cpu_defaults.py
@@ -447,7 +449,8 @@ def run(args: Optional[List[str]] = None) -> int:
     _callbacks.INTERRUPTED_EXIT_CODE = None
     threads = torch.get_num_threads()  # a small model's one-thread default must not outlive its run
     try:
-        main(args, parser_kwargs=None if debug else {"exit_on_error": False})
+        with warnings.catch_warnings():  # filters a run adds for its own data end with it
+            main(args, parser_kwargs=None if debug else {"exit_on_error": False})
     except SystemExit as stop:  # --help, --print_config, SIGTERM (Lightning's SIGTERMException), Ctrl-C
         if _callbacks.INTERRUPTED_EXIT_CODE is not None:
             return _callbacks.INTERRUPTED_EXIT_CODE

@@ -22,6 +22,19 @@ _WARNING_NOISE = (
 )
 
 
+MID_EPOCH_RESUME_WARNING = r"You're resuming from a checkpoint that ended before the epoch ended"
+"""Lightning's warning on every mid-epoch resume whose dataloader is not itself stateful."""
+
+
+def quiet_mid_epoch_resume_warning(datamodule: object) -> None:
+    """Drop Lightning's "resuming mid-epoch ... can cause unreliable results" warning for a DataModule that
+    resumes exactly (``resumes_mid_epoch = True``: ours keep the training position in the checkpoint and
+    continue at the next batch, tested in tests/test_resume_and_ddp.py). A user's DataModule without that
+    flag keeps the warning. The command line's ``run()`` restores the filters when its run ends."""
+    if getattr(datamodule, "resumes_mid_epoch", False):
+        warnings.filterwarnings("ignore", message=MID_EPOCH_RESUME_WARNING)
+
+
 class _DropPrefixes(logging.Filter):
     def __init__(self, prefixes: tuple) -> None:
         super().__init__()

@@ -120,3 +120,25 @@ def test_a_batch_limit_of_1_is_one_batch_and_1_0_all(tmp_path, monkeypatch):
     cli = main(["fit", "--config", MUFURU, *small, "--trainer.limit_val_batches", "1.0",
                 "--trainer.limit_train_batches", "0.5"])
     assert cli.trainer.num_training_batches == 4 and cli.trainer.num_val_batches == [8]
+
+
+def test_only_a_datamodule_that_resumes_exactly_drops_lightnings_mid_epoch_resume_warning():
+    """Ours keep the training position in the checkpoint (``resumes_mid_epoch``); a user's plain DataModule
+    does not, and keeps Lightning's warning that its mid-epoch resume may not be exact."""
+    import warnings
+
+    from lightning.pytorch import LightningDataModule
+
+    from lit_rnncells.data import LanguageModelDataModule
+    from lit_rnncells.quiet import quiet_mid_epoch_resume_warning
+
+    message = "You're resuming from a checkpoint that ended before the epoch ended and your dataloader is not resumable."
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        quiet_mid_epoch_resume_warning(LightningDataModule())
+        warnings.warn(message, UserWarning)
+        assert len(caught) == 1
+        assert LanguageModelDataModule.resumes_mid_epoch
+        quiet_mid_epoch_resume_warning(LanguageModelDataModule.__new__(LanguageModelDataModule))
+        warnings.warn(message, UserWarning)
+        assert len(caught) == 1

@@ -146,6 +146,7 @@ class ResumableBatchesMixin:
     """
 
     batch_size: int
+    resumes_mid_epoch = True  # a checkpoint saved mid-epoch resumes exactly (lit_rnncells.quiet)
 
     def _resume_store(self) -> Dict[str, Any]:
         store = self.__dict__.get("_resumable")
