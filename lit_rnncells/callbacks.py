@@ -1,4 +1,5 @@
-"""Callbacks the command line adds: predictions in input order, a divergence guard, a checkpoint on interrupt."""
+"""Callbacks the command line adds: predictions in input order, a divergence guard, a checkpoint on interrupt, and
+the comparison runner's best checkpoint."""
 from __future__ import annotations
 
 import sys
@@ -8,7 +9,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import torch
 import torch.distributed as dist
 from lightning.pytorch import LightningModule, Trainer
-from lightning.pytorch.callbacks import BasePredictionWriter, Callback
+from lightning.pytorch.callbacks import BasePredictionWriter, Callback, ModelCheckpoint
 from lightning.pytorch.utilities.exceptions import SIGTERMException
 
 from .paths import check_output_file
@@ -203,3 +204,32 @@ class InterruptCheckpoint(Callback):
             signal_name = "SIGTERM" if INTERRUPTED_EXIT_CODE == 143 else "SIGINT"
             print(f"\n{signal_name} at step {trainer.global_step}: saved a resumable checkpoint to {self.saved_to}; "
                   f"resume with the same command plus --ckpt_path {self.saved_to}", file=sys.stderr, flush=True)
+
+
+
+class RunnerCheckpoint(ModelCheckpoint):
+    """A checkpoint the comparison runner adds to a run: ``role="best"`` (``<run>/best/best.ckpt``, the best
+    ``monitor`` value) or ``role="per-epoch"`` (``--test-every-epoch``). Takes ``ModelCheckpoint``'s options.
+
+    Its state has a key of its own in the checkpoint (the role is part of it). As a plain ``ModelCheckpoint``
+    the best one shared its key (class, monitor, mode, intervals) with a config's own checkpoint on the same
+    metric (``val/loss``, ``min`` in most shipped configs), and the per-epoch one with Lightning's default
+    checkpoint: a checkpoint kept one state for the two, and on resume the config's checkpoint lost its
+    ``last_model_path``, so Lightning wrote ``last-v1.ckpt`` beside a ``last.ckpt`` left at the resumed step.
+    """
+
+    def __init__(self, role: str, **options: Any) -> None:
+        super().__init__(**options)
+        self.role = role
+
+    @property
+    def state_key(self) -> str:
+        return self._generate_state_key(role=self.role, monitor=self.monitor, mode=self.mode,
+                                        every_n_train_steps=self._every_n_train_steps,
+                                        every_n_epochs=self._every_n_epochs,
+                                        train_time_interval=self._train_time_interval)
+
+    @property
+    def _legacy_state_key(self) -> str:  # type: ignore[override]
+        """The shared key: a checkpoint written before this class holds this callback's state under it."""
+        return ModelCheckpoint.state_key.fget(self).replace(type(self).__qualname__, ModelCheckpoint.__qualname__, 1)

@@ -200,3 +200,50 @@ def test_learning_curves_resume_from_a_checkpoint_state_and_ignore_a_test_restor
     resumed.on_fit_start(None, None)
     assert [p["step"] for p in read_curves(path)["validation"]] == [2, 4]
     assert resumed.tokens == 100 and resumed.seconds >= 3.0
+
+
+def test_a_resumed_run_keeps_writing_last_ckpt_beside_a_config_checkpoint_on_the_same_metric(tmp_path):
+    """The runner's best checkpoint and a config's own ModelCheckpoint on the same metric and mode (most shipped
+    configs: val/loss, min) keep separate states, so a resumed run's config checkpoint still owns last.ckpt:
+    Lightning overwrites it rather than writing last-v1.ckpt beside a last.ckpt left at the resumed step."""
+    from lightning.pytorch.callbacks import ModelCheckpoint
+
+    from lit_rnncells.callbacks import RunnerCheckpoint
+    from lit_rnncells.data.checkpoint_state import read_checkpoint
+
+    own = {"class_path": "lightning.pytorch.callbacks.ModelCheckpoint",
+           "init_args": {"monitor": "val/acc", "mode": "max", "save_last": True}}
+    folder = tmp_path / "GRU-h4-s1"
+    folder.mkdir()
+
+    def spec(epochs: int) -> cmp.RunSpec:
+        return cmp.RunSpec(run_id=folder.name, folder=str(folder), config=CONFIG, cell="GRU", seed=1, grid={},
+                           hidden_size=4, budget=f"epochs={epochs}", monitor="val/acc", mode="max", no_wandb=True,
+                           extra=TINY + ["--trainer.callbacks+=" + json.dumps(own)])
+
+    first = cmp.run_child(spec(1))
+    last = folder / "checkpoints" / "last.ckpt"
+    assert int(read_checkpoint(str(last))["global_step"]) == first["steps"]
+    (folder / "result.json").unlink()
+    second = cmp.run_child(spec(2), str(last))
+    assert second["steps"] == 2 * first["steps"]
+    assert sorted(p.name for p in (folder / "checkpoints").glob("last*.ckpt")) == ["last.ckpt"]
+    assert int(read_checkpoint(str(last))["global_step"]) == second["steps"]
+    # distinct keys, and a checkpoint written before (one shared key) still gives the best one its state
+    best = RunnerCheckpoint("best", monitor="val/loss", mode="min")
+    plain = ModelCheckpoint(monitor="val/loss", mode="min")
+    assert best.state_key != plain.state_key == best._legacy_state_key
+
+
+def test_a_run_resumes_from_the_newest_of_last_ckpt_and_lightnings_last_v1(tmp_path):
+    """Runs resumed before the fix above have a stale last.ckpt and a newer last-v1.ckpt: the newer is taken."""
+    import time
+
+    import torch
+
+    checkpoints = tmp_path / "checkpoints"
+    checkpoints.mkdir()
+    torch.save({"state_dict": {}, "global_step": 800}, checkpoints / "last.ckpt")
+    time.sleep(0.01)
+    torch.save({"state_dict": {}, "global_step": 1630}, checkpoints / "last-v1.ckpt")
+    assert cmp.resume_checkpoint(tmp_path) == (checkpoints / "last-v1.ckpt", 1630)

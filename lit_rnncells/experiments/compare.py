@@ -207,8 +207,7 @@ def run_child(spec: RunSpec, ckpt_path: Optional[str] = None) -> Dict[str, Any]:
     """One run in this process: fit with a best-``monitor`` checkpoint and learning curves (resuming from
     ``ckpt_path`` when given), test the best checkpoint (and with ``test_every_epoch`` each epoch's), write
     ``result.json`` last. The run's checkpoint folder keeps a ``last.ckpt`` to resume from."""
-    from lightning.pytorch.callbacks import ModelCheckpoint
-
+    from ..callbacks import RunnerCheckpoint
     from ..cli import main
     from .curves import LearningCurves
     from .param_match import count_parameters
@@ -219,15 +218,15 @@ def run_child(spec: RunSpec, ckpt_path: Optional[str] = None) -> Dict[str, Any]:
     for callback in trainer.checkpoint_callbacks:  # the config's checkpoints (the default one included)
         if getattr(callback, "save_last", None) is None:
             callback.save_last = True  # a run killed outright resumes from its last checkpoint
-    best = ModelCheckpoint(dirpath=str(folder / "best"), filename="best", monitor=spec.monitor, mode=spec.mode,
-                           save_top_k=1, auto_insert_metric_name=False)
+    best = RunnerCheckpoint("best", dirpath=str(folder / "best"), filename="best", monitor=spec.monitor,
+                            mode=spec.mode, save_top_k=1, auto_insert_metric_name=False)
     curves = LearningCurves(folder / CURVES_FILE)
     trainer.callbacks.extend([best, curves, validate_within_budget()])
     per_epoch = None
     if spec.test_every_epoch:
-        per_epoch = ModelCheckpoint(dirpath=str(folder / "epochs"), filename="epoch={epoch}-step={step}",
-                                    save_top_k=-1, every_n_epochs=1, save_on_train_epoch_end=True,
-                                    auto_insert_metric_name=False)
+        per_epoch = RunnerCheckpoint("per-epoch", dirpath=str(folder / "epochs"),
+                                     filename="epoch={epoch}-step={step}", save_top_k=-1, every_n_epochs=1,
+                                     save_on_train_epoch_end=True, auto_insert_metric_name=False)
         trainer.callbacks.append(per_epoch)
     trainer.fit(model, datamodule=cli.datamodule, ckpt_path=ckpt_path)
     seconds = curves.seconds
@@ -299,12 +298,15 @@ RESUME_FILES = ("interrupted.ckpt", "last.ckpt")
 
 
 def resume_checkpoint(folder: Path) -> Optional[Tuple[Path, int]]:
-    """The checkpoint an unfinished run in ``folder`` resumes from: the newer of ``checkpoints/interrupted.ckpt``
-    (saved on SIGTERM / Ctrl-C) and ``checkpoints/last.ckpt`` (saved at each validation) that is readable, with
-    the optimiser steps it had trained; ``None`` when there is none."""
+    """The checkpoint an unfinished run in ``folder`` resumes from: the newest of ``checkpoints/interrupted.ckpt``
+    (saved on SIGTERM / Ctrl-C) and ``checkpoints/last.ckpt`` (saved at each validation; or ``last-vN.ckpt``)
+    that is readable, with the optimiser steps it had trained; ``None`` when there is none."""
     from ..data.checkpoint_state import read_checkpoint
 
     found = [folder / run_folder.CHECKPOINTS / name for name in RESUME_FILES]
+    # last-v1.ckpt ...: what Lightning wrote beside a last.ckpt it did not own, as resumed runs of before
+    # RunnerCheckpoint did (callbacks.py); the newest of all is taken
+    found += sorted((folder / run_folder.CHECKPOINTS).glob("last-v*.ckpt"))
     found = sorted((p for p in found if p.is_file()), key=lambda p: -p.stat().st_mtime_ns)  # stable: ties keep order
     for path in found:
         try:
