@@ -12,6 +12,7 @@ the decoder's work, not a translation's. One thread unless ``--threads``. Needs 
     python scripts/bench_compile_decode.py                          # the default cells, H256 E128
     python scripts/bench_compile_decode.py --cells SatMZU --rounds 7
     python scripts/bench_compile_decode.py --force-compile          # also compile the cells kept eager on CPU
+    python scripts/bench_compile_decode.py --device cuda            # on a GPU (every cell's step compiles)
     python scripts/bench_compile_decode.py --quick                  # tiny sizes, checks the script runs
 
 What it answers: whether decoding, which calls the step once per target position on batch × beam rows and
@@ -51,8 +52,8 @@ def data_module(data_dir: str, cache_dir: str, quick: bool) -> TranslationDataMo
     return dm
 
 
-def twins(cell: str, dm: TranslationDataModule, hidden: int, embedding: int) -> List[Seq2Seq]:
-    """An eager Seq2Seq around ``cell`` and its compile=True copy with the same weights, both in eval mode."""
+def twins(cell: str, dm: TranslationDataModule, hidden: int, embedding: int, device: torch.device) -> List[Seq2Seq]:
+    """An eager Seq2Seq around ``cell`` and its compile=True copy with the same weights, in eval mode on ``device``."""
     torch.manual_seed(0)
     kwargs = dict(source_vocab_size=dm.source_vocab_size, target_vocab_size=dm.target_vocab_size,
                   pad_id=dm.pad_id, bos_id=dm.bos_id, eos_id=dm.eos_id, embedding_size=embedding,
@@ -60,10 +61,10 @@ def twins(cell: str, dm: TranslationDataModule, hidden: int, embedding: int) -> 
     eager = Seq2Seq(cell, **kwargs)
     compiled = Seq2Seq(cell, compile=True, **kwargs)
     compiled.load_state_dict(eager.state_dict())
-    return [eager.eval(), compiled.eval()]
+    return [eager.to(device).eval(), compiled.to(device).eval()]
 
 
-def batches(dm: TranslationDataModule, count: int, batch_size: int) -> List[tuple]:
+def batches(dm: TranslationDataModule, count: int, batch_size: int, device: torch.device) -> List[tuple]:
     """The first ``count`` test sources (with <eos>) as padded ``(source, lengths)`` batches, in order."""
     sources = [s + [dm.eos_id] for s in dm.split("test")["source"][:count]]
     out = []
@@ -73,7 +74,7 @@ def batches(dm: TranslationDataModule, count: int, batch_size: int) -> List[tupl
         padded = torch.full((len(chunk), int(lengths.max())), dm.pad_id, dtype=torch.long)
         for row, s in enumerate(chunk):
             padded[row, :len(s)] = torch.tensor(s)
-        out.append((padded, lengths))
+        out.append((padded.to(device), lengths.to(device)))
     return out
 
 
@@ -96,6 +97,8 @@ def decode(model: Seq2Seq, data: List[tuple], beam: int) -> Dict[str, Any]:
         with torch.no_grad():
             for source, lengths in data:
                 tokens += [nbest[0].tokens for nbest in search(model, source, lengths, cfg)]
+        if source.is_cuda:
+            torch.cuda.synchronize(source.device)
         seconds = time.perf_counter() - start
     finally:
         del model.decode_step
@@ -103,8 +106,9 @@ def decode(model: Seq2Seq, data: List[tuple], beam: int) -> Dict[str, Any]:
 
 
 def measure(cell: str, dm: TranslationDataModule, args: argparse.Namespace) -> List[Dict[str, Any]]:
-    eager, compiled = twins(cell, dm, args.hidden, args.embedding)
-    data = batches(dm, args.sentences, args.batch_size)
+    device = torch.device(args.device)
+    eager, compiled = twins(cell, dm, args.hidden, args.embedding, device)
+    data = batches(dm, args.sentences, args.batch_size, device)
     results = []
     for name, beam in (("greedy", 1), ("beam 5", 5)):
         first = decode(compiled, data, beam)  # compiles the no-gradient graph(s)
@@ -121,7 +125,7 @@ def measure(cell: str, dm: TranslationDataModule, args: argparse.Namespace) -> L
         same = sum(a == b for a, b in zip(runs["eager"][0]["tokens"], runs["compiled"][0]["tokens"]))
         rows = runs["eager"][0]["rows"]
         results.append({"cell": cell, "decoder": name, "rows": rows,
-                        "compiles": use_compiled(compiled.decoder_cells[0], torch.device("cpu")),
+                        "compiles": use_compiled(compiled.decoder_cells[0], device),
                         "eager_ms_row": 1000 * eager_s / rows, "compiled_ms_row": 1000 * compiled_s / rows,
                         "ratio": statistics.median(ratios), "best": min(ratios),
                         "same": f"{same}/{len(runs['eager'][0]['tokens'])}",
@@ -149,7 +153,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--hidden", type=int, default=256)
     parser.add_argument("--embedding", type=int, default=128)
     parser.add_argument("--rounds", type=int, default=5, help="interleaved eager/compiled rounds")
-    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--threads", type=int, default=1, help="torch threads on CPU")
+    parser.add_argument("--device", default="cpu", help="cpu (default), cuda, cuda:1, ...")
     parser.add_argument("--seed", type=int, default=0, help="seeds the order within each round")
     parser.add_argument("--force-compile", action="store_true",
                         help="also compile the cells marked compile_on_cpu = False")
@@ -172,7 +177,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.force_compile:
         for name in args.cells:
             get_cell(name).compile_on_cpu = True
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s); no gradients; {args.sentences} "
+    if torch.device(args.device).type == "cuda" and not torch.cuda.is_available():
+        print(f"error: --device {args.device} needs a CUDA device and torch sees none; use --device cpu.",
+              file=sys.stderr)
+        return 2
+    print(f"torch {torch.__version__}, {args.device}, {torch.get_num_threads()} CPU thread(s); no gradients; {args.sentences} "
           f"Multi30k test sources, {args.batch_size} per batch, H{args.hidden} E{args.embedding}; {args.rounds} "
           "interleaved rounds\n", flush=True)
     rows: List[Dict[str, Any]] = []

@@ -113,3 +113,23 @@ def test_bench_compile_decode_names_a_missing_data_folder(tmp_path):
     result = subprocess.run([sys.executable, "scripts/bench_compile_decode.py", "--quick"], cwd=ROOT, env=env,
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 2 and result.stderr.startswith("error: no Multi30k copy found")
+
+
+def test_gpu_check_refuses_a_machine_without_cuda_and_a_used_folder(tmp_path):
+    """scripts/gpu_check.sh runs the GPU checks on the first CUDA machine; without one it is one error line."""
+    import pytest
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA device is visible: run bash scripts/gpu_check.sh itself")
+    used = tmp_path / "used"
+    used.mkdir()
+    (used / "cuda_tests.txt").write_text("an earlier run's output")
+    result = subprocess.run(["bash", "scripts/gpu_check.sh", str(used)], cwd=ROOT, capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 2 and result.stderr.startswith(f"error: {used} already holds files")
+    assert (used / "cuda_tests.txt").read_text() == "an earlier run's output"
+    result = subprocess.run(["bash", "scripts/gpu_check.sh", str(tmp_path / "new")], cwd=ROOT, capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 2 and result.stderr.startswith("error: torch sees no CUDA device here")
+    assert not (tmp_path / "new").exists()
