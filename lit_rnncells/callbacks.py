@@ -1,5 +1,5 @@
 """Callbacks the command line adds: predictions in input order, a divergence guard, a checkpoint on interrupt, and
-the comparison runner's best checkpoint."""
+the comparison runner's checkpoints."""
 from __future__ import annotations
 
 import sys
@@ -204,7 +204,6 @@ class InterruptCheckpoint(Callback):
             signal_name = "SIGTERM" if INTERRUPTED_EXIT_CODE == 143 else "SIGINT"
             print(f"\n{signal_name} at step {trainer.global_step}: saved a resumable checkpoint to {self.saved_to}; "
                   f"resume with the same command plus --ckpt_path {self.saved_to}", file=sys.stderr, flush=True)
-
 
 
 class RunnerCheckpoint(ModelCheckpoint):
