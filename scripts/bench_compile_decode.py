@@ -181,9 +181,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: --device {args.device} needs a CUDA device and torch sees none; use --device cpu.",
               file=sys.stderr)
         return 2
-    print(f"torch {torch.__version__}, {args.device}, {torch.get_num_threads()} CPU thread(s); no gradients; {args.sentences} "
-          f"Multi30k test sources, {args.batch_size} per batch, H{args.hidden} E{args.embedding}; {args.rounds} "
-          "interleaved rounds\n", flush=True)
+    print(f"torch {torch.__version__}, {args.device}, {torch.get_num_threads()} CPU thread(s); no gradients; "
+          f"{args.sentences} Multi30k test sources, {args.batch_size} per batch, H{args.hidden} E{args.embedding}; "
+          f"{args.rounds} interleaved rounds\n", flush=True)
     rows: List[Dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
         dm = data_module(os.path.join(data_dir, "multi30k"), tmp, args.quick)

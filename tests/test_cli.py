@@ -132,7 +132,8 @@ def test_only_a_datamodule_that_resumes_exactly_drops_lightnings_mid_epoch_resum
     from lit_rnncells.data import LanguageModelDataModule
     from lit_rnncells.quiet import quiet_mid_epoch_resume_warning
 
-    message = "You're resuming from a checkpoint that ended before the epoch ended and your dataloader is not resumable."
+    message = ("You're resuming from a checkpoint that ended before the epoch ended and your dataloader is not "
+               "resumable.")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         quiet_mid_epoch_resume_warning(LightningDataModule())

@@ -102,7 +102,7 @@ def test_bench_compile_decode_quick_decodes_real_sources_both_ways(data_dir):
     assert rows[("GRU", "greedy")][3].strip() == "no (eager)" and rows[("SatMZU", "greedy")][3].strip() == "yes"
     assert rows[("GRU", "greedy")][9].strip() == rows[("GRU", "beam 5")][9].strip() == "8/8"
     assert rows[("SatMZU", "beam 5")][9].strip().endswith("/8")  # compiled: equal within float tolerance only
-    greedy, beam = int(rows[("SatMZU", "greedy")][4].replace(",", "")), int(rows[("SatMZU", "beam 5")][4].replace(",", ""))
+    greedy, beam = (int(rows[("SatMZU", decoder)][4].replace(",", "")) for decoder in ("greedy", "beam 5"))
     assert greedy > 0 and beam > greedy  # beam 5 steps more rows
 
 
