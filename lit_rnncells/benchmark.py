@@ -11,7 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import torch
 from torch.utils.flop_counter import FlopCounterMode
@@ -157,3 +157,18 @@ def run_reference(script: Path, args: Sequence[str], system_malloc: bool) -> Tup
     if proc.returncode != 0 or not found:
         raise SystemExit(f"The reference {script.name} failed (exit code {proc.returncode}):\n{proc.stderr[-3000:]}")
     return proc.stdout, dict(kv.split("=", 1) for kv in found[-1].split())
+
+
+class RowCounter:
+    """A ``Seq2Seq`` as beam search sees it (pass it to ``search``), counting the decoder rows (hypotheses)
+    every ``decode_step`` computes: the work a decoder does."""
+
+    def __init__(self, model: Any) -> None:
+        self.model, self.rows = model, 0
+
+    def decode_step(self, prev_tokens: torch.Tensor, state: Any, enc: Any) -> Any:
+        self.rows += prev_tokens.numel()
+        return self.model.decode_step(prev_tokens, state, enc)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.model, name)

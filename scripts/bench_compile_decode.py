@@ -22,19 +22,19 @@ from __future__ import annotations
 
 import argparse
 import os
-import random
 import statistics
 import sys
 import tempfile
-import time
 from dataclasses import replace
 from typing import Any, Dict, List, Sequence
 
 import torch
 
+from lit_rnncells.benchmark import RowCounter, interleaved_times, seconds
 from lit_rnncells.cells import get_cell
 from lit_rnncells.cells.registry import UnknownCellError
 from lit_rnncells.data import TranslationDataModule
+from lit_rnncells.data.batching import pad_batch
 from lit_rnncells.nn.beam_search import search
 from lit_rnncells.nn.compiled import use_compiled
 from lit_rnncells.tasks import Seq2Seq
@@ -67,69 +67,45 @@ def twins(cell: str, dm: TranslationDataModule, hidden: int, embedding: int, dev
 def batches(dm: TranslationDataModule, count: int, batch_size: int, device: torch.device) -> List[tuple]:
     """The first ``count`` test sources (with <eos>) as padded ``(source, lengths)`` batches, in order."""
     sources = [s + [dm.eos_id] for s in dm.split("test")["source"][:count]]
-    out = []
-    for i in range(0, len(sources), batch_size):
-        chunk = sources[i:i + batch_size]
-        lengths = torch.tensor([len(s) for s in chunk])
-        padded = torch.full((len(chunk), int(lengths.max())), dm.pad_id, dtype=torch.long)
-        for row, s in enumerate(chunk):
-            padded[row, :len(s)] = torch.tensor(s)
-        out.append((padded.to(device), lengths.to(device)))
-    return out
+    return [tuple(t.to(device) for t in pad_batch(sources[i:i + batch_size], dm.pad_id))
+            for i in range(0, len(sources), batch_size)]
 
 
 def decode(model: Seq2Seq, data: List[tuple], beam: int) -> Dict[str, Any]:
-    """Seconds to decode every batch, the decoder rows computed, and each sentence's best tokens."""
+    """The decoder rows computed over every batch, and each sentence's best tokens."""
     cfg = replace(model.test_search, beam_size=beam, n_best=1, max_length_a=2.0, max_length_b=10,
                   return_attention=False)
-    rows = 0
-    step = model.decode_step
-
-    def counted(prev_tokens, state, enc):
-        nonlocal rows
-        rows += prev_tokens.numel()
-        return step(prev_tokens, state, enc)
-
-    model.decode_step = counted  # type: ignore[method-assign]
+    counted = RowCounter(model)
     tokens: List[List[int]] = []
-    try:
-        start = time.perf_counter()
-        with torch.no_grad():
-            for source, lengths in data:
-                tokens += [nbest[0].tokens for nbest in search(model, source, lengths, cfg)]
-        if source.is_cuda:
-            torch.cuda.synchronize(source.device)
-        seconds = time.perf_counter() - start
-    finally:
-        del model.decode_step
-    return {"seconds": seconds, "rows": rows, "tokens": tokens}
+    with torch.no_grad():
+        for source, lengths in data:
+            tokens += [nbest[0].tokens for nbest in search(counted, source, lengths, cfg)]
+    if data and data[0][0].is_cuda:
+        torch.cuda.synchronize(data[0][0].device)
+    return {"rows": counted.rows, "tokens": tokens}
 
 
 def measure(cell: str, dm: TranslationDataModule, args: argparse.Namespace) -> List[Dict[str, Any]]:
     device = torch.device(args.device)
-    eager, compiled = twins(cell, dm, args.hidden, args.embedding, device)
+    models = dict(zip(("eager", "compiled"), twins(cell, dm, args.hidden, args.embedding, device)))
     data = batches(dm, args.sentences, args.batch_size, device)
     results = []
     for name, beam in (("greedy", 1), ("beam 5", 5)):
-        first = decode(compiled, data, beam)  # compiles the no-gradient graph(s)
-        runs: Dict[str, List[Dict[str, Any]]] = {"eager": [], "compiled": []}
-        order = random.Random(args.seed)
-        for _ in range(args.rounds):
-            modes = ["eager", "compiled"]
-            order.shuffle(modes)
-            for mode in modes:
-                runs[mode].append(decode(eager if mode == "eager" else compiled, data, beam))
-        ratios = [c["seconds"] / e["seconds"] for e, c in zip(runs["eager"], runs["compiled"])]
-        eager_s = statistics.median(r["seconds"] for r in runs["eager"])
-        compiled_s = statistics.median(r["seconds"] for r in runs["compiled"])
-        same = sum(a == b for a, b in zip(runs["eager"][0]["tokens"], runs["compiled"][0]["tokens"]))
-        rows = runs["eager"][0]["rows"]
+        first = seconds(lambda: decode(models["compiled"], data, beam))  # compiles the no-gradient graph(s)
+        outputs: Dict[str, Dict[str, Any]] = {}
+        jobs = {mode: (lambda mode=mode: outputs.__setitem__(mode, decode(models[mode], data, beam)))
+                for mode in models}
+        times = interleaved_times(jobs, args.rounds, warmup=0, seed=args.seed)
+        ratios = [c / e for e, c in zip(times["eager"], times["compiled"])]
+        eager_s, compiled_s = statistics.median(times["eager"]), statistics.median(times["compiled"])
+        same = sum(a == b for a, b in zip(outputs["eager"]["tokens"], outputs["compiled"]["tokens"]))
+        rows = outputs["eager"]["rows"]
         results.append({"cell": cell, "decoder": name, "rows": rows,
-                        "compiles": use_compiled(compiled.decoder_cells[0], device),
+                        "compiles": use_compiled(models["compiled"].decoder_cells[0], device),
                         "eager_ms_row": 1000 * eager_s / rows, "compiled_ms_row": 1000 * compiled_s / rows,
                         "ratio": statistics.median(ratios), "best": min(ratios),
-                        "same": f"{same}/{len(runs['eager'][0]['tokens'])}",
-                        "compile_s": max(0.0, first["seconds"] - compiled_s)})
+                        "same": f"{same}/{len(outputs['eager']['tokens'])}",
+                        "compile_s": max(0.0, first - compiled_s)})
     return results
 
 

@@ -44,7 +44,7 @@ from typing import Any, Dict, List, Optional
 import torch
 from lightning.pytorch import Callback, Trainer, seed_everything
 
-from lit_rnncells.benchmark import (ANCHORS_ENV, GLIBC_KEEP_FREED, SYSTEM_MALLOC_HELP, allocator_setting,
+from lit_rnncells.benchmark import (ANCHORS_ENV, GLIBC_KEEP_FREED, SYSTEM_MALLOC_HELP, RowCounter, allocator_setting,
                                     reference_program, run_reference)
 from lit_rnncells.experiments.report import mean_std
 from lit_rnncells.data import TranslationDataModule
@@ -103,20 +103,6 @@ def data_module(args: argparse.Namespace, checkpoint: Optional[Path] = None) -> 
     dm.prepare_data()
     dm.setup("test")
     return dm
-
-
-class RowCounter:
-    """The model, counting the decoder rows (hypotheses) every ``decode_step`` computes: the work a decoder does."""
-
-    def __init__(self, model: Seq2Seq) -> None:
-        self.model, self.rows = model, 0
-
-    def decode_step(self, prev_tokens: torch.Tensor, state: Any, enc: Any) -> Any:
-        self.rows += prev_tokens.numel()
-        return self.model.decode_step(prev_tokens, state, enc)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.model, name)
 
 
 def decode_all(model: Seq2Seq, dm: TranslationDataModule, beam: int, batch_size: int,
