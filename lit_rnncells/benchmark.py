@@ -97,6 +97,16 @@ def train_step(module: torch.nn.Module, x: torch.Tensor) -> Callable[[], None]:
     return run
 
 
+def compile_mode_header() -> str:
+    """The compile mode a benchmark's compiled runs use, for its header: ``compile mode reduce-overhead
+    ($LIT_RNNCELLS_COMPILE_MODE)`` or ``compile mode default``. Raises ``ValueError`` naming the choices when
+    the variable holds no mode, so a script can refuse it in one line before it runs anything."""
+    from .nn.compiled import MODE_VARIABLE, compile_mode
+
+    mode = compile_mode()
+    return f"compile mode {mode} (${MODE_VARIABLE})" if mode else "compile mode default"
+
+
 def compiled_twin(cell: Union[str, CellFactory], input_size: int, hidden_size: int,
                   x: torch.Tensor) -> Tuple[torch.nn.Module, torch.nn.Module, float]:
     """A batch-first ``Recurrent`` around ``cell`` (a name or factory) on ``x``'s device, its ``compile=True``

@@ -30,7 +30,7 @@ from typing import Any, Dict, List, Sequence
 
 import torch
 
-from lit_rnncells.benchmark import RowCounter, interleaved_times, seconds
+from lit_rnncells.benchmark import RowCounter, compile_mode_header, interleaved_times, seconds
 from lit_rnncells.cells import get_cell
 from lit_rnncells.cells.registry import UnknownCellError
 from lit_rnncells.data import TranslationDataModule
@@ -147,6 +147,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         except UnknownCellError as err:
             print(f"error: {err}", file=sys.stderr)
             return 2
+    try:
+        mode = compile_mode_header()
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     if args.quick:
         args.sentences, args.batch_size, args.hidden, args.embedding, args.rounds = 8, 4, 16, 16, 1
     torch.set_num_threads(args.threads)
@@ -159,7 +164,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     print(f"torch {torch.__version__}, {args.device}, {torch.get_num_threads()} CPU thread(s); no gradients; "
           f"{args.sentences} Multi30k test sources, {args.batch_size} per batch, H{args.hidden} E{args.embedding}; "
-          f"{args.rounds} interleaved rounds\n", flush=True)
+          f"{args.rounds} interleaved rounds; {mode}\n", flush=True)
     rows: List[Dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
         dm = data_module(os.path.join(data_dir, "multi30k"), tmp, args.quick)

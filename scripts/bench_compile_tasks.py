@@ -10,6 +10,7 @@ rounds reuse the compiled graphs) is printed apart. Needs ``$LIT_RNNCELLS_DATA``
     python scripts/bench_compile_tasks.py                       # the four jobs, reduced sizes
     python scripts/bench_compile_tasks.py --jobs ptb_gru --steps 20 --rounds 3
     python scripts/bench_compile_tasks.py --quick               # tiny sizes, checks the script runs
+    LIT_RNNCELLS_COMPILE_MODE=reduce-overhead python scripts/bench_compile_tasks.py --accelerator gpu
 
 Jobs: PTB char LM with satMZU+DT and with GRU, Multi30k De-En GRU seq2seq (teacher-forced training),
 IMDB CARU document classifier.
@@ -28,6 +29,8 @@ from typing import Dict, List, Sequence
 import torch
 from lightning.pytorch import Callback
 
+from lit_rnncells.benchmark import compile_mode_header
+
 ROOT = Path(__file__).resolve().parents[1]
 TIMES: Dict[str, List[float]] = {}
 
@@ -43,6 +46,8 @@ class StepTimer(Callback):
         self._start = time.perf_counter()
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        if pl_module.device.type == "cuda":
+            torch.cuda.synchronize(pl_module.device)  # the step's kernels are done, so its time is measured
         TIMES.setdefault(self.key, []).append(time.perf_counter() - self._start)
 
 
@@ -63,7 +68,8 @@ QUICK_SIZES = ["--model.init_args.hidden_size", "16", "--model.init_args.embeddi
                "--data.init_args.batch_size", "4"]
 
 
-def fit_args(job: str, full: bool, quick: bool, steps: int, root: Path, compiled: bool, key: str) -> List[str]:
+def fit_args(job: str, full: bool, quick: bool, steps: int, root: Path, compiled: bool, key: str,
+             accelerator: str = "cpu") -> List[str]:
     args = ["fit", *REDUCED[job]]
     if full:
         args = ["fit", *REDUCED[job][:2]]
@@ -77,7 +83,7 @@ def fit_args(job: str, full: bool, quick: bool, steps: int, root: Path, compiled
              "--trainer.limit_val_batches", "0", "--trainer.num_sanity_val_steps", "0",
              "--trainer.logger", "false", "--trainer.enable_checkpointing", "false",
              "--trainer.enable_progress_bar", "false", "--trainer.enable_model_summary", "false",
-             "--trainer.callbacks", "null", "--trainer.accelerator", "cpu", "--trainer.devices", "1",
+             "--trainer.callbacks", "null", "--trainer.accelerator", accelerator, "--trainer.devices", "1",
              "--trainer.default_root_dir", str(root / key), "--seed_everything", "0", "--test_after_fit", "false",
              "--trainer.callbacks+=" + json.dumps({"class_path": f"{__name__}.StepTimer", "init_args": {"key": key}})]
     return args
@@ -89,7 +95,7 @@ def run_job(job: str, args: argparse.Namespace, root: Path) -> dict:
     for r in range(args.rounds):
         for compiled in (False, True):
             key = f"{job}/{'compiled' if compiled else 'eager'}/{r}"
-            code = run(fit_args(job, args.full, args.quick, args.steps, root, compiled, key))
+            code = run(fit_args(job, args.full, args.quick, args.steps, root, compiled, key, args.accelerator))
             if code != 0:
                 raise SystemExit(f"error: the {key} fit exited with {code}; see its message above")
     steady = {mode: [t for r in range(args.rounds) for t in TIMES[f"{job}/{mode}/{r}"][args.warmup:]]
@@ -117,11 +123,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=2, help="eager/compiled fits, alternating")
     parser.add_argument("--full", action="store_true", help="the configs' own sizes")
     parser.add_argument("--quick", action="store_true", help="tiny sizes, 4 steps, 1 round")
+    parser.add_argument("--accelerator", default="cpu", choices=["cpu", "gpu"],
+                        help="where the fits run (gpu: one CUDA device); the compile mode is "
+                             "$LIT_RNNCELLS_COMPILE_MODE")
     args = parser.parse_args(argv)
+    if args.accelerator == "gpu" and not torch.cuda.is_available():
+        print("error: --accelerator gpu needs a CUDA device, and torch sees none here; leave it out to run on the CPU",
+              file=sys.stderr)
+        return 2
+    try:
+        mode = compile_mode_header()
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     if args.quick:
         args.steps, args.warmup, args.rounds = 4, 2, 1
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; {args.steps} steps per fit, first "
-          f"{args.warmup} left out, {args.rounds} round(s) eager/compiled alternating\n", flush=True)
+    where = torch.cuda.get_device_name(0) if args.accelerator == "gpu" else f"{torch.get_num_threads()} threads"
+    print(f"torch {torch.__version__}, {where}; {args.steps} steps per fit, first "
+          f"{args.warmup} left out, {args.rounds} round(s) eager/compiled alternating; {mode}\n", flush=True)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for job in args.jobs:

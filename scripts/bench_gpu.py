@@ -5,11 +5,14 @@ weights) and of ``torch.nn.GRU`` at the same size (cuDNN on a GPU), in interleav
 Printed per cell and mode: ms per time step, time ÷ torch.nn.GRU's, MACs per token (hoisted input
 map + one step, counted from the shapes), time ratio ÷ MAC ratio (how much slower than its
 arithmetic predicts; 1.0 = as fast per multiply-add as cuDNN's GRU), peak memory (CUDA only), and
-the compile time of the compiled mode (first two calls, apart from the timing).
+the compile time of the compiled mode (first two calls, apart from the timing). With
+``LIT_RNNCELLS_COMPILE_MODE=reduce-overhead`` (CUDA graphs) the compiled row's peak memory leaves out the
+graphs' memory pool, allocated while recording, before the peak is reset: not comparable with eager's.
 
     python scripts/bench_gpu.py                         # on cuda:0, every cell, the papers' sizes
     python scripts/bench_gpu.py --cells SatMZU GRU --repeats 20
     python scripts/bench_gpu.py --device cpu --tiny     # tiny sizes on CPU: checks the script runs
+    LIT_RNNCELLS_COMPILE_MODE=reduce-overhead python scripts/bench_gpu.py   # the compiled step as CUDA graphs
 
 Sizes (B, T, I, H): the MZU cells and GRU+DT as in the MZU paper's PTB-char setting (shared deep
 transition L = 1, batch 128 of the config's 256 to fit beside the others), CARU and MGU as in the
@@ -27,7 +30,8 @@ from typing import Callable, Dict, List, Sequence, Tuple
 import torch
 from torch import nn
 
-from lit_rnncells.benchmark import compiled_twin, input_macs, interleaved_times, step_macs, train_step
+from lit_rnncells.benchmark import (compile_mode_header, compiled_twin, input_macs, interleaved_times, step_macs,
+                                    train_step)
 from lit_rnncells.cells import get_cell
 
 Size = Tuple[int, int, int, int]
@@ -103,10 +107,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if device.type == "cuda" and not torch.cuda.is_available():
         print("error: no CUDA device is visible to torch; pass --device cpu to run on the CPU", file=sys.stderr)
         return 2
+    try:
+        mode = compile_mode_header()
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     repeats = 1 if args.tiny else args.repeats
     baseline = "cuDNN GRU" if device.type == "cuda" else "torch.nn.GRU"
     where = torch.cuda.get_device_name(device) if device.type == "cuda" else f"CPU, {torch.get_num_threads()} threads"
-    print(f"torch {torch.__version__} on {where}; forward+backward, median of {repeats} interleaved rounds\n")
+    print(f"torch {torch.__version__} on {where}; forward+backward, median of {repeats} interleaved rounds; {mode}\n")
     rows = []
     for name in args.cells:
         factory, size = CELLS[name]

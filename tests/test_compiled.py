@@ -180,6 +180,41 @@ def test_cells_marked_eager_on_cpu_do_not_compile_there(monkeypatch) -> None:
     assert {"Elman", "GRU", "MGU", "CARU", "MuFuRU"} == {c.__name__ for c in CPU_EAGER}
 
 
+def test_each_device_follows_its_own_rule(monkeypatch) -> None:
+    """``compile_on_cpu`` decides on CPU, ``compile_on_cuda`` on a CUDA device (Elman stays eager on both, as
+    measured); other devices always compile. Decided from the device alone, so no GPU is needed here (this
+    module's fixture lets every cell compile on CPU)."""
+    from lit_rnncells.cells import GRU, Elman, SatMZU
+    from lit_rnncells.nn.compiled import use_compiled
+
+    elman, gru, satmzu = Elman(2, 3), GRU(2, 3), SatMZU(2, 4)
+    cuda, cpu = torch.device("cuda"), torch.device("cpu")
+    assert not use_compiled(elman, cuda) and use_compiled(gru, cuda) and use_compiled(satmzu, cuda)
+    assert use_compiled(elman, cpu)  # the fixture's setting
+    monkeypatch.setattr(Elman, "compile_on_cpu", False)
+    assert not use_compiled(elman, cpu) and use_compiled(satmzu, cpu)
+    assert use_compiled(elman, torch.device("mps"))
+    assert [c.__name__ for c in map(get_cell, available_cells()) if not c.compile_on_cuda] == ["Elman"]
+
+
+def test_compile_mode_comes_from_the_environment_and_keys_the_graphs(monkeypatch) -> None:
+    """``$LIT_RNNCELLS_COMPILE_MODE`` picks torch.compile's mode for the step; each mode has its own compiled
+    function (and graphs), so switching does not reuse the other's. An unknown mode names the choices."""
+    from lit_rnncells.cells import Elman
+    from lit_rnncells.nn.compiled import MODE_VARIABLE, compile_mode, compiled_step
+
+    monkeypatch.delenv(MODE_VARIABLE, raising=False)
+    assert compile_mode() is None
+    default_fn = compiled_step(Elman(2, 3))
+    monkeypatch.setenv(MODE_VARIABLE, "reduce-overhead")
+    assert compile_mode() == "reduce-overhead"
+    assert compiled_step(Elman(2, 3)) is not default_fn
+    assert compiled_step(Elman(2, 3)) is compiled_step(Elman(3, 5))  # one per class and mode
+    monkeypatch.setenv(MODE_VARIABLE, "fast")
+    with pytest.raises(ValueError, match="set it to one of default, reduce-overhead"):
+        compile_mode()
+
+
 def test_plot_hooks_record_through_a_compiled_layer() -> None:
     """Recording appends inside the step, so the hooks run a compiled layer eagerly: same values, no graph."""
     from lit_rnncells.cells import MuFuRU

@@ -1,5 +1,5 @@
-"""On a CUDA device: every cell equals itself on CPU (eager and compiled), LSTM runs through cuDNN,
-bf16 and fp16 autocast work, and two GPUs under DDP train as one GPU on the doubled batch.
+"""On a CUDA device: every cell equals itself on CPU (eager, compiled, and compiled as CUDA graphs), LSTM runs
+through cuDNN, bf16 and fp16 autocast work, and two GPUs under DDP train as one GPU on the doubled batch.
 
 Marked ``cuda``; skipped, with the reason, where torch sees no CUDA device (``-m cuda`` selects them).
 """
@@ -11,7 +11,9 @@ from typing import Dict
 import pytest
 import torch
 
+from lit_rnncells.cells import available_cells, get_cell
 from lit_rnncells.nn import Recurrent
+from lit_rnncells.nn.compiled import MODE_VARIABLE
 
 from .cell_cases import cell_cases
 from .test_compiled import INPUT, HIDDEN, _assert_same, _run
@@ -19,6 +21,14 @@ from .test_compiled import INPUT, HIDDEN, _assert_same, _run
 CASES = cell_cases()
 NO_GPU = "needs a CUDA device; torch.cuda.is_available() is False on this machine"
 pytestmark = [pytest.mark.cuda, pytest.mark.skipif(not torch.cuda.is_available(), reason=NO_GPU)]
+
+
+@pytest.fixture(autouse=True)
+def compile_every_cell_on_cuda(monkeypatch):
+    """Elman keeps its eager step on CUDA for speed (``compile_on_cuda = False``); it compiles here, so its
+    compiled step is tested on CUDA too."""
+    for name in available_cells():
+        monkeypatch.setattr(get_cell(name), "compile_on_cuda", True)
 
 
 @pytest.fixture(autouse=True)
@@ -36,6 +46,18 @@ def _to_cpu(result: Dict[str, object]) -> Dict[str, object]:
 @pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
 @pytest.mark.parametrize("name", list(CASES))
 def test_cell_on_cuda_equals_cpu_forward_and_backward(name: str, compiled: bool) -> None:
+    _assert_cuda_equals_cpu(name, compiled)
+
+
+@pytest.mark.parametrize("name", ["GRU", "SatMZU", "CapMZU", "GRUDT", "MuFuRU", "MultiChannel(LSTM,n=4)"])
+def test_cuda_graph_step_equals_cpu(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The compiled step recorded as CUDA graphs (``reduce-overhead``): two layers, both directions, padded and
+    not, forward and backward, each step's graph replayed many times within one forward."""
+    monkeypatch.setenv(MODE_VARIABLE, "reduce-overhead")
+    _assert_cuda_equals_cpu(name, compiled=True)
+
+
+def _assert_cuda_equals_cpu(name: str, compiled: bool) -> None:
     torch.manual_seed(0)
     cpu = Recurrent(CASES[name], INPUT, HIDDEN, num_layers=2, bidirectional=True, batch_first=True)
     gpu = copy.deepcopy(cpu).cuda()
@@ -59,13 +81,15 @@ def test_lstm_runs_through_cudnn() -> None:
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "fp16"])
-@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+@pytest.mark.parametrize("compiled", [False, True, "reduce-overhead"], ids=["eager", "compiled", "cuda-graphs"])
 @pytest.mark.parametrize("name", ["GRU", "LSTM", "SatMZU", "MuFuRU", "MultiChannel(LSTM,n=4)"])
-def test_autocast_on_cuda(name: str, compiled: bool, dtype: torch.dtype) -> None:
+def test_autocast_on_cuda(name: str, compiled, dtype: torch.dtype, monkeypatch: pytest.MonkeyPatch) -> None:
+    if compiled == "reduce-overhead":
+        monkeypatch.setenv(MODE_VARIABLE, compiled)
     torch.manual_seed(0)
     full = Recurrent(CASES[name], INPUT, HIDDEN, num_layers=2, bidirectional=True, batch_first=True).cuda()
     half = copy.deepcopy(full)
-    half.compiled = compiled
+    half.compiled = bool(compiled)
     x = torch.randn(3, 5, INPUT, device="cuda")
     lengths = torch.tensor([5, 3, 1], device="cuda")
     want = _run(full, x, lengths)

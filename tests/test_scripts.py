@@ -1,6 +1,7 @@
 """The benchmark and sweep scripts run (tiny settings), so they do not rot; no timing is asserted."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -53,6 +54,16 @@ def test_bench_gpu_runs_on_cpu_at_tiny_sizes():
     assert "time ÷ torch.nn.GRU" in out and "| n/a |" in out  # no CUDA peak memory on CPU
 
 
+def test_bench_gpu_refuses_an_unknown_compile_mode_in_one_line():
+    env = {**os.environ, "LIT_RNNCELLS_COMPILE_MODE": "cudagraphs"}
+    result = subprocess.run([sys.executable, "scripts/bench_gpu.py", "--device", "cpu", "--tiny"], cwd=ROOT,
+                            capture_output=True, text=True, timeout=600, env=env)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.startswith("error: LIT_RNNCELLS_COMPILE_MODE='cudagraphs' is not a torch.compile mode; "
+                                    "set it to one of default, reduce-overhead")
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
 def test_bench_cells_compile_quick_prints_the_ratio_table():
     out = run_script("scripts/bench_cells.py", "--compile", "--quick", "--cells", "GRU")
     assert "| GRU | B4 T6 I8 H8 | no (eager) |" in out and "compiled ÷ eager" in out
@@ -90,6 +101,19 @@ def test_bench_compile_tasks_quick_times_real_fits_both_ways(data_dir):
     assert "| job | eager s/step | compiled s/step | tokens/s compiled ÷ eager |" in out
     row = next(line for line in out.splitlines() if line.startswith("| ptb_gru |"))
     assert float(row.split("|")[2]) > 0 and float(row.split("|")[3]) > 0
+
+
+def test_bench_compile_tasks_on_gpu_without_one_is_one_error_line():
+    import pytest
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA device is visible: the GPU fits would run")
+    result = subprocess.run([sys.executable, "scripts/bench_compile_tasks.py", "--accelerator", "gpu"], cwd=ROOT,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr == ("error: --accelerator gpu needs a CUDA device, and torch sees none here; leave it out to "
+                             "run on the CPU\n")
 
 
 def test_bench_compile_decode_quick_decodes_real_sources_both_ways(data_dir):

@@ -40,8 +40,20 @@ def test_a_gpu_trainer_config_without_a_gpu_is_one_error_line(trainer_config, tm
     assert "Traceback" not in err and not list(tmp_path.rglob("*"))
 
 
+def test_an_unknown_compile_mode_is_one_error_line_before_anything_is_written(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("LIT_RNNCELLS_COMPILE_MODE", "cudagraphs")
+    monkeypatch.chdir(tmp_path)
+    code = run(["fit", "--config", LOGIC, *TINY, "--model.init_args.compile", "true"])
+    err = capsys.readouterr().err
+    assert code == 2, err[-2000:]
+    lines = error_lines(err)
+    assert len(lines) == 1 and "LIT_RNNCELLS_COMPILE_MODE='cudagraphs' is not a torch.compile mode" in lines[0]
+    assert "reduce-overhead" in lines[0] and "Traceback" not in err and not list(tmp_path.rglob("*"))
+
+
 def test_fit_names_the_parameter_count_and_device_at_start(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
+    threads = torch.get_num_threads()
     assert run(["fit", "--config", LOGIC, *TINY, "--trainer.default_root_dir", str(tmp_path)]) == 0
     err = capsys.readouterr().err
     line = next(ln for ln in err.splitlines() if ln.startswith("LogicEvaluator: "))
@@ -50,7 +62,8 @@ def test_fit_names_the_parameter_count_and_device_at_start(tmp_path, capsys, mon
     assert count == sum(v.numel() for k, v in weights.items() if "running_" not in k) > 0
     assert "; fit on cpu (" in line and "GPU-sized" not in err
     if not os.environ.get("OMP_NUM_THREADS"):  # a small model trains on one thread (cpu_defaults): the line says so
-        assert line.endswith("(1 thread).") and torch.get_num_threads() == 1, line
+        assert line.endswith("(1 thread)."), line
+    assert torch.get_num_threads() == threads  # and run() gives the caller's thread count back
 
 
 def test_a_gpu_sized_model_on_the_cpu_is_warned_with_the_options_that_shrink_it():

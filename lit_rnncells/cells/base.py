@@ -56,9 +56,12 @@ class RecurrentCell(nn.Module):
     has_aux_loss: bool = False
     aux_loss_name: str = "aux_loss"
     compile_on_cpu: bool = True
-    """Whether ``Recurrent(compile=True)`` compiles this cell's step on CPU (on a GPU it always does).
+    """Whether ``Recurrent(compile=True)`` compiles this cell's step on CPU.
     False for cells whose step is one matmul and a few pointwise ops: on CPU the compiled call's fixed
     cost (guards, autograd wrapper) exceeded what fusing saves (docs/measured.md, "Compiled step")."""
+    compile_on_cuda: bool = True
+    """The same on a CUDA device. False where the compiled step measured slower than eager there (Elman:
+    docs/measured.md, "On a GPU")."""
 
     def __init__(self, input_size: int, hidden_size: int) -> None:
         super().__init__()

@@ -33,6 +33,7 @@ class Elman(AffineCell):
     """Elman (tanh) RNN: h' = tanh(W_ih x + b_ih + W_hh h + b_hh)."""
 
     compile_on_cpu = False  # a compiled step is slower than eager on CPU (docs/measured.md)
+    compile_on_cuda = False  # and on an H200 (3.4x eager's time per step; docs/measured.md, "On a GPU")
     gates = 1
 
     def project_input(self, x: Tensor) -> Tensor:

@@ -16,6 +16,7 @@ the whole loop is compiled.
 """
 from __future__ import annotations
 
+import os
 import types
 from typing import Callable, Dict, Iterable, Optional, Set, Tuple
 
@@ -26,10 +27,24 @@ from ..cells.base import RecurrentCell, State
 
 StepFn = Callable[[RecurrentCell, Tensor, State, Optional[Tensor], bool, bool], Tuple[State, Optional[Tensor]]]
 
-_COMPILED: Dict[type, StepFn] = {}
-_CODE: Dict[type, types.CodeType] = {}
+_COMPILED: Dict[Tuple[type, Optional[str]], StepFn] = {}  # keyed by cell class and compile mode
+_CODE: Dict[Tuple[type, Optional[str]], types.CodeType] = {}
 _calls = 0  # compiled steps run in this process: a forward that ran none compiled nothing
 _reported: Set[str] = set()  # what was said already ("compile time", and each cell class kept eager)
+
+MODE_VARIABLE = "LIT_RNNCELLS_COMPILE_MODE"
+MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+
+
+def compile_mode() -> Optional[str]:
+    """``torch.compile``'s mode for the step: ``$LIT_RNNCELLS_COMPILE_MODE`` if set (``reduce-overhead`` records
+    the step's kernels as CUDA graphs on a GPU), else torch's default. An experiment's switch, read when a cell
+    class first compiles; docs/architecture.md says what each measured."""
+    mode = os.environ.get(MODE_VARIABLE) or None
+    if mode is not None and mode not in MODES:
+        raise ValueError(f"{MODE_VARIABLE}={mode!r} is not a torch.compile mode; set it to one of "
+                         f"{', '.join(MODES)}, or unset it for the default")
+    return mode
 
 
 def _fresh_copy(fn: Callable, name: str) -> Callable:
@@ -40,20 +55,26 @@ def _fresh_copy(fn: Callable, name: str) -> Callable:
 
 
 def use_compiled(cell: RecurrentCell, device: torch.device) -> bool:
-    """Whether the compiled step runs ``cell`` on ``device``: always on a GPU, on CPU as the cell's class says."""
-    return device.type != "cpu" or type(cell).compile_on_cpu
+    """Whether the compiled step runs ``cell`` on ``device``: on CPU and CUDA as the cell's class says
+    (``compile_on_cpu``, ``compile_on_cuda``), elsewhere always."""
+    if device.type == "cpu":
+        return type(cell).compile_on_cpu
+    if device.type == "cuda":
+        return type(cell).compile_on_cuda
+    return True
 
 
 def compiled_step(cell: RecurrentCell) -> StepFn:
     """The compiled loop body for ``cell``'s class (built on first use, shared by all its instances)."""
     cls = type(cell)
-    fn = _COMPILED.get(cls)
+    mode = compile_mode()
+    fn = _COMPILED.get((cls, mode))
     if fn is None:
         from .recurrent import _step
 
         body = _fresh_copy(_step, f"step_{cls.__name__}")
-        _CODE[cls] = body.__code__
-        compiled = torch.compile(body, dynamic=None)
+        _CODE[(cls, mode)] = body.__code__
+        compiled = torch.compile(body, dynamic=None, mode=mode)
 
         def fn(cell, x_t, state, mask_t, use_aux, keep_precision, _compiled=compiled):
             global _calls
@@ -63,15 +84,16 @@ def compiled_step(cell: RecurrentCell) -> StepFn:
                     torch._dynamo.maybe_mark_dynamic(leaf, 0)
             return _compiled(cell, x_t, state, mask_t, use_aux, keep_precision)
 
-        _COMPILED[cls] = fn
+        _COMPILED[(cls, mode)] = fn
     return fn
 
 
 def compiled_graph_count(cls: type) -> int:
-    """How many graphs the compiler holds for ``cls``'s step (one per variant; more means recompilations)."""
+    """How many graphs the compiler holds for ``cls``'s step in the current compile mode (one per variant; more
+    means recompilations)."""
     from torch._dynamo.eval_frame import _debug_get_cache_entry_list
 
-    code = _CODE.get(cls)
+    code = _CODE.get((cls, compile_mode()))
     return 0 if code is None else len(_debug_get_cache_entry_list(code))
 
 
@@ -83,7 +105,8 @@ def compiled_calls() -> int:
 def report_compiled_forward(cells: Iterable[RecurrentCell], device: torch.device, seconds: float,
                             ran_compiled: bool) -> None:
     """Print, once per process, how long the first forward that ran a compiled step took (mostly compiling);
-    and once per cell class whose step stays eager on ``device`` (``compile_on_cpu = False``), that it does."""
+    and once per cell class whose step stays eager on ``device`` (``compile_on_cpu`` or ``compile_on_cuda`` False),
+    that it does."""
     if ran_compiled and "compile time" not in _reported:
         _reported.add("compile time")
         print(f"lit_rnncells: compiled the recurrent step in {seconds:.1f} s (first forward; the backward compiles "

@@ -12,7 +12,7 @@ from torch.nn import functional as F
 
 from ..cells.base import CellFactory, RecurrentCell, State, check_positive, check_probability
 from ..cells.registry import get_cell
-from .compiled import compiled_calls, compiled_step, report_compiled_forward, use_compiled
+from .compiled import compile_mode, compiled_calls, compiled_step, report_compiled_forward, use_compiled
 
 
 def map_state(fn, *states: State) -> State:
@@ -165,6 +165,8 @@ class Recurrent(nn.Module):
         self.dropout = dropout
         self.batch_first = batch_first
         self.compiled = bool(compile)  # not "compile": that is nn.Module.compile()
+        if self.compiled:
+            compile_mode()  # an unknown $LIT_RNNCELLS_COMPILE_MODE is refused here, before any training
         cells = []
         for layer in range(num_layers):
             layer_input = input_size if layer == 0 else hidden_size * self.num_directions
