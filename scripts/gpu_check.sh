@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The GPU checks of the compiled recurrence in one run, on a machine with a CUDA device:
-# the `cuda` tests (every cell on CUDA equals CPU, eager, compiled and compiled as CUDA graphs; LSTM through
-# cuDNN; bf16 and fp16 autocast; two-GPU DDP when two are visible) and scripts/bench_gpu.py (every cell at its
-# paper's size, eager and compiled, beside cuDNN's GRU, with peak memory), in torch's default compile mode and
-# as CUDA graphs (LIT_RNNCELLS_COMPILE_MODE=reduce-overhead). Each output is kept in OUT_DIR, which must be new.
+# the `cuda` tests (every cell on CUDA equals CPU, eager, compiled and compiled as CUDA graphs; LSTM, GRU and
+# Elman through cuDNN; bf16 and fp16 autocast; two-GPU DDP when two are visible) and scripts/bench_gpu.py
+# (every cell at its paper's size, eager and compiled, beside cuDNN's GRU, with peak memory), in torch's
+# default compile mode and as CUDA graphs (LIT_RNNCELLS_COMPILE_MODE=reduce-overhead). Each output is kept in
+# OUT_DIR, which must be new.
 #
 #   bash scripts/gpu_check.sh [OUT_DIR]          # default: gpu_check-<date>-<time>
 #

@@ -1,5 +1,6 @@
-"""On a CUDA device: every cell equals itself on CPU (eager, compiled, and compiled as CUDA graphs), LSTM runs
-through cuDNN, bf16 and fp16 autocast work, and two GPUs under DDP train as one GPU on the doubled batch.
+"""On a CUDA device: every cell equals itself on CPU (eager, compiled, and compiled as CUDA graphs), LSTM,
+GRU and Elman run through cuDNN, bf16 and fp16 autocast work, and two GPUs under DDP train as one GPU on the
+doubled batch.
 
 Marked ``cuda``; skipped, with the reason, where torch sees no CUDA device (``-m cuda`` selects them).
 """
@@ -70,8 +71,9 @@ def _assert_cuda_equals_cpu(name: str, compiled: bool) -> None:
         _assert_same(want, got, atol=1e-4, rtol=1e-3)  # TF32 is off by default for matmuls in torch
 
 
-def test_lstm_runs_through_cudnn() -> None:
-    layer = Recurrent("LSTM", INPUT, HIDDEN, batch_first=True).cuda()
+@pytest.mark.parametrize("name", ["LSTM", "GRU", "Elman"])
+def test_fused_cells_run_through_cudnn(name: str) -> None:
+    layer = Recurrent(name, INPUT, HIDDEN, batch_first=True).cuda()
     x = torch.randn(4, 6, INPUT, device="cuda")
     with torch.autograd.profiler.profile() as prof:
         layer(x)[0].sum().backward()

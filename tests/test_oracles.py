@@ -126,20 +126,48 @@ def test_caru_matches_equations_4a_to_4e_on_hand_set_weights():
     torch.testing.assert_close(out.flatten(), torch.tensor(expected), atol=1e-6, rtol=0)
 
 
-def test_lstm_fused_kernel_equals_the_step_loop():
-    """LSTM runs unpadded sequences through torch's fused kernel; the step loop gives the same values and grads."""
+@pytest.mark.parametrize("name", ["LSTM", "GRU", "Elman"])
+def test_fused_kernel_equals_the_step_loop(name: str):
+    """LSTM, GRU and Elman run unpadded sequences through torch's fused kernel (torch.lstm / gru / rnn_tanh:
+    cuDNN on a GPU); the step loop gives the same values and grads, and the fused path really ran."""
+    from lit_rnncells.cells import get_cell
     from lit_rnncells.nn.recurrent import run_cell
 
-    cell = LSTM(5, 7)
+    cell = get_cell(name)(5, 7)
     x = torch.randn(6, 3, 5)
-    state = (torch.randn(3, 7), torch.randn(3, 7))
-    fused_out, fused_state, _ = run_cell(cell, x, state)
-    fused_grads = torch.autograd.grad(fused_out.sum() + fused_state[1].sum(), list(cell.parameters()))
+    state = cell.initial_state(3)
+    state = tuple(torch.randn_like(s) for s in state) if isinstance(state, tuple) else torch.randn_like(state)
+    leaves = (lambda st: st if isinstance(st, tuple) else (st,))
+    with torch.autograd.profiler.profile() as prof:
+        fused_out, fused_state, _ = run_cell(cell, x, state)
+    assert any(e.name == f"aten::{ {'LSTM': 'lstm', 'GRU': 'gru', 'Elman': 'rnn_tanh'}[name]}"
+               for e in prof.function_events)
+    fused_grads = torch.autograd.grad(fused_out.sum() + leaves(fused_state)[-1].sum(), list(cell.parameters()))
     loop_out, loop_state, _ = run_cell(cell, x, state, mask=torch.ones(6, 3, dtype=torch.bool))
-    loop_grads = torch.autograd.grad(loop_out.sum() + loop_state[1].sum(), list(cell.parameters()))
+    loop_grads = torch.autograd.grad(loop_out.sum() + leaves(loop_state)[-1].sum(), list(cell.parameters()))
     torch.testing.assert_close(fused_out, loop_out, atol=1e-5, rtol=0)
-    for a, b in zip(fused_state + fused_grads, loop_state + loop_grads):
+    for a, b in zip(leaves(fused_state) + fused_grads, leaves(loop_state) + loop_grads):
         torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize("name", ["LSTM", "GRU", "Elman"])
+def test_a_subclass_with_its_own_step_does_not_run_the_fused_kernel(name: str):
+    """A user's subclass of a fused cell that changes ``step`` gets its step, not torch's kernel."""
+    from lit_rnncells.cells import get_cell
+    from lit_rnncells.nn.recurrent import run_cell
+
+    base = get_cell(name)
+
+    class Doubled(base):
+        def step(self, x_proj_t, state):
+            new = super().step(x_proj_t, state)
+            return tuple(2 * s for s in new) if isinstance(new, tuple) else 2 * new
+
+    cell = Doubled(3, 4)
+    x = torch.randn(5, 2, 3)
+    out, _, _ = run_cell(cell, x, cell.initial_state(2))
+    loop, _, _ = run_cell(cell, x, cell.initial_state(2), mask=torch.ones(5, 2, dtype=torch.bool))
+    torch.testing.assert_close(out, loop)  # torch's kernel would give the undoubled states
 
 
 @pytest.mark.parametrize("ops", [("keep", "replace", "max", "min", "mul", "diff", "forget"),

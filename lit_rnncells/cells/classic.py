@@ -6,7 +6,7 @@ copy across one to one.
 """
 from __future__ import annotations
 
-from typing import Optional, Tuple
+from typing import Callable, Optional, Set, Tuple, TypeVar
 
 import torch
 from torch import Tensor
@@ -15,8 +15,27 @@ from torch.nn import functional as F
 from .base import AffineCell
 from .registry import register_cell
 
-_CPU_AUTOCAST_WITHOUT_FUSED_LSTM: set = {torch.float16}
-"""Autocast dtypes oneDNN has no fused LSTM for on this machine (found on first use)."""
+Result = TypeVar("Result")
+_CPU_AUTOCAST_WITHOUT_FUSED: Set[Tuple[str, torch.dtype]] = {(k, torch.float16) for k in ("lstm", "gru", "rnn_tanh")}
+"""(kernel, autocast dtype) pairs this machine's CPU has no fused kernel for (float16 never; found on first use)."""
+
+
+def fused_kernel(kernel: str, x: Tensor, call: Callable[[], Result]) -> Optional[Result]:
+    """``call()``, which runs torch's fused ``kernel`` (``torch.lstm``, ``torch.gru``, ``torch.rnn_tanh``: oneDNN
+    or native on CPU, cuDNN on a GPU) over ``x``; or ``None``, so the layer loops over the step instead, where
+    CPU autocast's dtype has no such kernel on this machine (bfloat16 has one only on CPUs with bf16
+    instructions)."""
+    cpu_autocast = x.device.type == "cpu" and torch.is_autocast_enabled("cpu")
+    key = (kernel, torch.get_autocast_dtype("cpu")) if cpu_autocast else None
+    if key in _CPU_AUTOCAST_WITHOUT_FUSED:
+        return None
+    try:
+        return call()
+    except RuntimeError:
+        if key is None:
+            raise
+        _CPU_AUTOCAST_WITHOUT_FUSED.add(key)
+        return None
 
 
 def gru_update(x_part: Tensor, gh: Tensor, h: Tensor) -> Tensor:
@@ -42,6 +61,16 @@ class Elman(AffineCell):
     def step(self, x_proj_t: Tensor, state: Tensor) -> Tensor:
         return torch.tanh(torch.addmm(x_proj_t, state, self.weight_hh.t()))
 
+    def fused_sequence(self, x: Tensor, state: Tensor) -> Optional[Tuple[Tensor, Tensor]]:
+        """The same equation through torch's fused tanh RNN (cuDNN on a GPU); reads the weights at call time,
+        so DropConnect's dropped copies are used."""
+        if type(self).step is not Elman.step:
+            return None  # a subclass with its own step runs that step
+        ran = fused_kernel("rnn_tanh", x, lambda: torch.rnn_tanh(
+            x, state.unsqueeze(0), [self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh],
+            True, 1, 0.0, self.training, False, False))
+        return None if ran is None else (ran[0], ran[1][0].to(state.dtype))
+
 
 @register_cell()
 class GRU(AffineCell):
@@ -56,6 +85,16 @@ class GRU(AffineCell):
 
     def step(self, x_proj_t: Tensor, state: Tensor) -> Tensor:
         return gru_update(x_proj_t, F.linear(state, self.weight_hh, self.bias_hh), state)
+
+    def fused_sequence(self, x: Tensor, state: Tensor) -> Optional[Tuple[Tensor, Tensor]]:
+        """The same equations through torch's fused GRU (cuDNN on a GPU); reads the weights at call time, so
+        DropConnect's dropped copies are used."""
+        if type(self).step is not GRU.step:
+            return None  # a subclass with its own step runs that step
+        ran = fused_kernel("gru", x, lambda: torch.gru(
+            x, state.unsqueeze(0), [self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh],
+            True, 1, 0.0, self.training, False, False))
+        return None if ran is None else (ran[0], ran[1][0].to(state.dtype))
 
 
 @register_cell()
@@ -93,20 +132,15 @@ class LSTM(AffineCell):
 
         Reads the weights at call time, so DropConnect's dropped copies are used.
         """
-        cpu_autocast = x.device.type == "cpu" and torch.is_autocast_enabled("cpu")
-        if cpu_autocast and torch.get_autocast_dtype("cpu") in _CPU_AUTOCAST_WITHOUT_FUSED_LSTM:
-            return None  # oneDNN has no LSTM kernel for this dtype on this CPU: the step loop runs instead
+        if type(self).step is not LSTM.step:
+            return None  # a subclass with its own step runs that step
         h0, c0 = state
-        try:
-            out, h_n, c_n = torch.lstm(x, (h0.unsqueeze(0), c0.unsqueeze(0)),
-                                       [self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh],
-                                       True, 1, 0.0, self.training, False, False)
-        except RuntimeError:
-            if not cpu_autocast:
-                raise
-            # float16 never has a CPU kernel; bfloat16 has one only on CPUs with bf16 instructions
-            _CPU_AUTOCAST_WITHOUT_FUSED_LSTM.add(torch.get_autocast_dtype("cpu"))
+        ran = fused_kernel("lstm", x, lambda: torch.lstm(
+            x, (h0.unsqueeze(0), c0.unsqueeze(0)), [self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh],
+            True, 1, 0.0, self.training, False, False))
+        if ran is None:
             return None
+        out, h_n, c_n = ran
         return out, (h_n[0].to(h0.dtype), c_n[0].to(c0.dtype))
 
 
