@@ -99,11 +99,15 @@ def train_step(module: torch.nn.Module, x: torch.Tensor) -> Callable[[], None]:
 
 def compile_mode_header() -> str:
     """The compile mode a benchmark's compiled runs use, for its header: ``compile mode reduce-overhead
-    ($LIT_RNNCELLS_COMPILE_MODE)`` or ``compile mode default``. Raises ``ValueError`` naming the choices when
-    the variable holds no mode, so a script can refuse it in one line before it runs anything."""
+    ($LIT_RNNCELLS_COMPILE_MODE)`` or ``compile mode default``. When the variable holds no mode, prints one
+    ``error:`` line naming the choices and exits with status 2, before the script runs anything."""
     from .nn.compiled import MODE_VARIABLE, compile_mode
 
-    mode = compile_mode()
+    try:
+        mode = compile_mode()
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        raise SystemExit(2) from None
     return f"compile mode {mode} (${MODE_VARIABLE})" if mode else "compile mode default"
 
 

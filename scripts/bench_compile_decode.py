@@ -147,11 +147,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         except UnknownCellError as err:
             print(f"error: {err}", file=sys.stderr)
             return 2
-    try:
-        mode = compile_mode_header()
-    except ValueError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    mode = compile_mode_header()  # or one error line and exit 2
     if args.quick:
         args.sentences, args.batch_size, args.hidden, args.embedding, args.rounds = 8, 4, 16, 16, 1
     torch.set_num_threads(args.threads)

@@ -131,11 +131,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("error: --accelerator gpu needs a CUDA device, and torch sees none here; leave it out to run on the CPU",
               file=sys.stderr)
         return 2
-    try:
-        mode = compile_mode_header()
-    except ValueError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    mode = compile_mode_header()  # or one error line and exit 2
     if args.quick:
         args.steps, args.warmup, args.rounds = 4, 2, 1
     where = torch.cuda.get_device_name(0) if args.accelerator == "gpu" else f"{torch.get_num_threads()} threads"

@@ -6,7 +6,7 @@ copy across one to one.
 """
 from __future__ import annotations
 
-from typing import Callable, Optional, Set, Tuple, TypeVar
+from typing import Optional, Set, Tuple, Union
 
 import torch
 from torch import Tensor
@@ -15,22 +15,26 @@ from torch.nn import functional as F
 from .base import AffineCell
 from .registry import register_cell
 
-Result = TypeVar("Result")
 _CPU_AUTOCAST_WITHOUT_FUSED: Set[Tuple[str, torch.dtype]] = {(k, torch.float16) for k in ("lstm", "gru", "rnn_tanh")}
 """(kernel, autocast dtype) pairs this machine's CPU has no fused kernel for (float16 never; found on first use)."""
 
 
-def fused_kernel(kernel: str, x: Tensor, call: Callable[[], Result]) -> Optional[Result]:
-    """``call()``, which runs torch's fused ``kernel`` (``torch.lstm``, ``torch.gru``, ``torch.rnn_tanh``: oneDNN
-    or native on CPU, cuDNN on a GPU) over ``x``; or ``None``, so the layer loops over the step instead, where
-    CPU autocast's dtype has no such kernel on this machine (bfloat16 has one only on CPUs with bf16
-    instructions)."""
+def fused_kernel(cell: AffineCell, defined_by: type, kernel: str, x: Tensor,
+                 hx: Union[Tensor, Tuple[Tensor, ...]]) -> Optional[Tuple[Tensor, ...]]:
+    """``torch.<kernel>`` (``lstm``, ``gru`` or ``rnn_tanh``: oneDNN or native on CPU, cuDNN on a GPU) over the
+    time-major ``x`` from ``hx``, one layer with ``cell``'s weights read at call time (so DropConnect's dropped
+    copies are used); returns what the kernel returns. ``None``, so the layer loops over the step instead, when
+    ``cell``'s class overrides ``defined_by``'s step (a subclass's own step is not the kernel's), or where CPU
+    autocast's dtype has no such kernel on this machine (bfloat16 has one only on CPUs with bf16 instructions)."""
+    if type(cell).step is not defined_by.step:
+        return None
     cpu_autocast = x.device.type == "cpu" and torch.is_autocast_enabled("cpu")
     key = (kernel, torch.get_autocast_dtype("cpu")) if cpu_autocast else None
     if key in _CPU_AUTOCAST_WITHOUT_FUSED:
         return None
     try:
-        return call()
+        return getattr(torch, kernel)(x, hx, [cell.weight_ih, cell.weight_hh, cell.bias_ih, cell.bias_hh],
+                                      True, 1, 0.0, cell.training, False, False)
     except RuntimeError:
         if key is None:
             raise
@@ -62,13 +66,8 @@ class Elman(AffineCell):
         return torch.tanh(torch.addmm(x_proj_t, state, self.weight_hh.t()))
 
     def fused_sequence(self, x: Tensor, state: Tensor) -> Optional[Tuple[Tensor, Tensor]]:
-        """The same equation through torch's fused tanh RNN (cuDNN on a GPU); reads the weights at call time,
-        so DropConnect's dropped copies are used."""
-        if type(self).step is not Elman.step:
-            return None  # a subclass with its own step runs that step
-        ran = fused_kernel("rnn_tanh", x, lambda: torch.rnn_tanh(
-            x, state.unsqueeze(0), [self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh],
-            True, 1, 0.0, self.training, False, False))
+        """The same equation through torch's fused tanh RNN (cuDNN on a GPU)."""
+        ran = fused_kernel(self, Elman, "rnn_tanh", x, state.unsqueeze(0))
         return None if ran is None else (ran[0], ran[1][0].to(state.dtype))
 
 
@@ -87,13 +86,8 @@ class GRU(AffineCell):
         return gru_update(x_proj_t, F.linear(state, self.weight_hh, self.bias_hh), state)
 
     def fused_sequence(self, x: Tensor, state: Tensor) -> Optional[Tuple[Tensor, Tensor]]:
-        """The same equations through torch's fused GRU (cuDNN on a GPU); reads the weights at call time, so
-        DropConnect's dropped copies are used."""
-        if type(self).step is not GRU.step:
-            return None  # a subclass with its own step runs that step
-        ran = fused_kernel("gru", x, lambda: torch.gru(
-            x, state.unsqueeze(0), [self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh],
-            True, 1, 0.0, self.training, False, False))
+        """The same equations through torch's fused GRU (cuDNN on a GPU)."""
+        ran = fused_kernel(self, GRU, "gru", x, state.unsqueeze(0))
         return None if ran is None else (ran[0], ran[1][0].to(state.dtype))
 
 
@@ -132,12 +126,8 @@ class LSTM(AffineCell):
 
         Reads the weights at call time, so DropConnect's dropped copies are used.
         """
-        if type(self).step is not LSTM.step:
-            return None  # a subclass with its own step runs that step
         h0, c0 = state
-        ran = fused_kernel("lstm", x, lambda: torch.lstm(
-            x, (h0.unsqueeze(0), c0.unsqueeze(0)), [self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh],
-            True, 1, 0.0, self.training, False, False))
+        ran = fused_kernel(self, LSTM, "lstm", x, (h0.unsqueeze(0), c0.unsqueeze(0)))
         if ran is None:
             return None
         out, h_n, c_n = ran
