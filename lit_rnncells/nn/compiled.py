@@ -38,8 +38,8 @@ MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagrap
 
 def compile_mode() -> Optional[str]:
     """``torch.compile``'s mode for the step: ``$LIT_RNNCELLS_COMPILE_MODE`` if set (``reduce-overhead`` records
-    the step's kernels as CUDA graphs on a GPU), else torch's default. An experiment's switch, read when a cell
-    class first compiles; docs/architecture.md says what each measured."""
+    the step's kernels as CUDA graphs on a GPU), else torch's default. Read when a cell class first compiles
+    in a mode; docs/measured.md, "On a GPU", has what each mode measured."""
     mode = os.environ.get(MODE_VARIABLE) or None
     if mode is not None and mode not in MODES:
         raise ValueError(f"{MODE_VARIABLE}={mode!r} is not a torch.compile mode; set it to one of "
