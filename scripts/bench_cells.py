@@ -15,6 +15,7 @@ skipped.
     python scripts/bench_cells.py                 # everything (~10 min on 2 cores)
     python scripts/bench_cells.py --skip-mzu --skip-mcrnn
     python scripts/bench_cells.py --quick         # tiny sizes, checks the script runs
+    python scripts/bench_cells.py --padded --cells GRU LSTM Elman CARU   # padded batches: packed vs step loop
     python scripts/bench_cells.py --compile       # only compiled ÷ eager per cell, B32 and B4 (T100 I128 H256)
     python scripts/bench_cells.py --compile --quick
     python scripts/bench_cells.py --compile --parameter-gradients   # where the step's time goes
@@ -43,6 +44,7 @@ from typing import Callable, Dict, List, Sequence, Tuple
 
 import torch
 from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence
 
 from lit_rnncells.benchmark import (SYSTEM_MALLOC_HELP, allocator_setting, compiled_twin, input_macs, interleaved_times,
                                    round_robin, step_macs, train_step)
@@ -62,7 +64,20 @@ def default_constructible(name: str) -> bool:
     return all(p.default is not inspect.Parameter.empty or p.kind is p.VAR_KEYWORD for p in params)
 
 
-def bench_size(cells: Sequence[str], size: Tuple[int, int, int, int], repeats: int) -> List[dict]:
+STEP_LOOP = ", step loop"
+"""Suffix of the --padded rows whose fused cell is made to loop over its step (its kernel would run packed)."""
+
+
+def padded_train_step(module: nn.Module, x: torch.Tensor, lengths: torch.Tensor) -> Callable[[], None]:
+    """One forward + backward over a padded batch: ``lengths`` to our layer, a packed sequence to torch's."""
+    if isinstance(module, Recurrent):
+        return lambda: (module(x, lengths=lengths)[0].sum().backward(), module.zero_grad(set_to_none=True))
+    packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+    return lambda: (module(packed)[0].data.sum().backward(), module.zero_grad(set_to_none=True))
+
+
+def bench_size(cells: Sequence[str], size: Tuple[int, int, int, int], repeats: int, padded: bool = False
+               ) -> List[dict]:
     batch, steps, inp, hidden = size
     torch.manual_seed(0)
     x = torch.randn(batch, steps, inp)
@@ -72,7 +87,17 @@ def bench_size(cells: Sequence[str], size: Tuple[int, int, int, int], repeats: i
     }
     for name in cells:
         modules[name] = Recurrent(name, inp, hidden, batch_first=True)
-    median = round_robin({name: train_step(m, x) for name, m in modules.items()}, repeats)
+        if padded and modules[name].cell().fused_takes_lengths:
+            looped = Recurrent(name, inp, hidden, batch_first=True)
+            for cell in looped.cells:
+                cell.fused_takes_lengths = False
+            modules[name + STEP_LOOP] = looped
+    if padded:  # lengths spread evenly over [T/2, T], the longest first
+        lengths = torch.linspace(steps, (steps + 1) // 2, batch).round().long()
+        jobs = {name: padded_train_step(m, x, lengths) for name, m in modules.items()}
+    else:
+        jobs = {name: train_step(m, x) for name, m in modules.items()}
+    median = round_robin(jobs, repeats)
     gru_macs = None
     rows = []
     for name, module in modules.items():
@@ -83,8 +108,9 @@ def bench_size(cells: Sequence[str], size: Tuple[int, int, int, int], repeats: i
             macs = (3 if "GRU" in name else 4) * hidden * (inp + hidden)
         if name == "GRU":
             gru_macs = macs
-        rows.append({"cell": name, "size": f"B{batch} T{steps} I{inp} H{hidden}", "ms": median[name] * 1e3,
-                     "tokens_per_s": batch * steps / median[name], "macs": macs,
+        tokens = int(lengths.sum()) if padded else batch * steps
+        rows.append({"cell": name, "size": f"B{batch} T{steps} I{inp} H{hidden}" + (" padded" if padded else ""),
+                     "ms": median[name] * 1e3, "tokens_per_s": tokens / median[name], "macs": macs,
                      "vs_nn_gru": median[name] / median["torch.nn.GRU"],
                      "vs_nn_lstm": median[name] / median["torch.nn.LSTM"]})
     for r in rows:
@@ -207,6 +233,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--skip-mzu", action="store_true")
     parser.add_argument("--skip-mcrnn", action="store_true")
     parser.add_argument("--system-malloc", action="store_true", help=SYSTEM_MALLOC_HELP)
+    parser.add_argument("--padded", action="store_true",
+                        help="padded batches (lengths T/2..T; torch's modules get them packed), with each fused "
+                             "cell (Elman, GRU, LSTM) also run through its step loop; no MZU/MC-RNN sections")
     parser.add_argument("--compile", action="store_true", help="only the compiled ÷ eager table")
     parser.add_argument("--threads", type=int, default=1, help="torch threads for --compile (default 1)")
     parser.add_argument("--force-compile", action="store_true",
@@ -238,12 +267,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         return
     if args.quick:
         args.sizes, args.repeats, args.skip_mzu, args.skip_mcrnn = ["quick"], 1, True, True
+    if args.padded:
+        args.skip_mzu = args.skip_mcrnn = True
     cells = args.cells or [n for n in available_cells() if default_constructible(n)]
     malloc = allocator_setting(args.system_malloc)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; forward+backward, median of "
           f"{args.repeats} rounds in shuffled order; {malloc}\n")
     for size in args.sizes:
-        print(format_rows(bench_size(cells, SIZES[size], args.repeats)) + "\n", flush=True)
+        print(format_rows(bench_size(cells, SIZES[size], args.repeats, args.padded)) + "\n", flush=True)
     if not args.skip_mzu:
         mzu = load_script("bench_mzu")
         print("MZU cells at the paper's PTB size (ratios to GRU+DT):")
