@@ -15,7 +15,7 @@ skipped.
     python scripts/bench_cells.py                 # everything (~10 min on 2 cores)
     python scripts/bench_cells.py --skip-mzu --skip-mcrnn
     python scripts/bench_cells.py --quick         # tiny sizes, checks the script runs
-    python scripts/bench_cells.py --padded --cells GRU LSTM Elman CARU   # padded batches: packed vs step loop
+    python scripts/bench_cells.py --padded --cells GRU LSTM Elman CARU   # padded: our step loop vs torch packed
     python scripts/bench_cells.py --compile       # only compiled ÷ eager per cell, B32 and B4 (T100 I128 H256)
     python scripts/bench_cells.py --compile --quick
     python scripts/bench_cells.py --compile --parameter-gradients   # where the step's time goes
@@ -64,10 +64,6 @@ def default_constructible(name: str) -> bool:
     return all(p.default is not inspect.Parameter.empty or p.kind is p.VAR_KEYWORD for p in params)
 
 
-STEP_LOOP = ", step loop"
-"""Suffix of the --padded rows whose fused cell is made to loop over its step (its kernel would run packed)."""
-
-
 def padded_train_step(module: nn.Module, x: torch.Tensor, lengths: torch.Tensor) -> Callable[[], None]:
     """One forward + backward over a padded batch: ``lengths`` to our layer, a packed sequence to torch's."""
     if isinstance(module, Recurrent):
@@ -87,11 +83,6 @@ def bench_size(cells: Sequence[str], size: Tuple[int, int, int, int], repeats: i
     }
     for name in cells:
         modules[name] = Recurrent(name, inp, hidden, batch_first=True)
-        if padded and modules[name].cell().fused_takes_lengths:
-            looped = Recurrent(name, inp, hidden, batch_first=True)
-            for cell in looped.cells:
-                cell.fused_takes_lengths = False
-            modules[name + STEP_LOOP] = looped
     if padded:  # lengths spread evenly over [T/2, T], the longest first
         lengths = torch.linspace(steps, (steps + 1) // 2, batch).round().long()
         jobs = {name: padded_train_step(m, x, lengths) for name, m in modules.items()}
@@ -234,8 +225,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--skip-mcrnn", action="store_true")
     parser.add_argument("--system-malloc", action="store_true", help=SYSTEM_MALLOC_HELP)
     parser.add_argument("--padded", action="store_true",
-                        help="padded batches (lengths T/2..T; torch's modules get them packed), with each fused "
-                             "cell (Elman, GRU, LSTM) also run through its step loop; no MZU/MC-RNN sections")
+                        help="padded batches (lengths T/2..T: our cells step with a mask, torch's modules get "
+                             "a packed sequence); no MZU/MC-RNN sections")
     parser.add_argument("--compile", action="store_true", help="only the compiled ÷ eager table")
     parser.add_argument("--threads", type=int, default=1, help="torch threads for --compile (default 1)")
     parser.add_argument("--force-compile", action="store_true",

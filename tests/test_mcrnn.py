@@ -83,7 +83,6 @@ def test_block_size_two_is_exactly_the_wrapped_cell(inner):
     mc: MultiChannel = layer.cell(0)  # type: ignore[assignment]
     plain = Recurrent(get_cell(inner), 3, 6, batch_first=True)
     plain.cell(0).load_state_dict(mc.cell.state_dict())
-    plain.cell(0).fused_takes_lengths = False  # its step loop, which n = 2 equals bit for bit (not a packed kernel)
     x = torch.randn(4, 9, 3)
     lengths = torch.tensor([9, 4, 1, 7])
     out, state = layer(x, lengths=lengths)

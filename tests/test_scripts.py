@@ -23,6 +23,13 @@ def test_bench_cells_quick_lists_every_cell_with_mac_ratios():
     assert gru_row.split("|")[7].strip() == "1.00"  # MAC ratio of GRU to itself
 
 
+def test_bench_cells_padded_quick_times_padded_batches_beside_torch_packed():
+    out = run_script("scripts/bench_cells.py", "--padded", "--quick", "--cells", "GRU", "CARU")
+    for cell in ("torch.nn.GRU", "torch.nn.LSTM", "GRU", "CARU"):
+        assert f"| {cell} | B4 T6 I8 H8 padded |" in out
+    assert "MZU cells" not in out and "MC-RNN at" not in out
+
+
 def test_sweep_logic_prints_a_table(tmp_path):
     out = run_script("scripts/sweep_logic.py", "--cells", "GRU", "--hidden", "4", "--seeds", "0", "--epochs", "1",
                      "--out", str(tmp_path), "--no-wandb", "--", "--data.init_args.train_size", "64",

@@ -84,13 +84,10 @@ def _constant_while_training(state: State) -> bool:
 
 
 def run_cell(cell: RecurrentCell, x: Tensor, state: State, mask: Optional[Tensor] = None,
-             want_aux: bool = False, compiled: bool = False, lengths: Optional[Tensor] = None
-             ) -> Tuple[Tensor, State, Optional[Tensor]]:
+             want_aux: bool = False, compiled: bool = False) -> Tuple[Tensor, State, Optional[Tensor]]:
     """Run one cell over a time-major input ``(T, B, input_size)``.
 
-    ``mask`` (T, B) marks real steps; a padded step leaves the state untouched. ``lengths`` (B,), when
-    given, says ``mask`` is each sequence's first ``lengths`` steps, so a cell's fused kernel may take
-    the padded batch (``fused_takes_lengths``; not when a sequence is empty).
+    ``mask`` (T, B) marks real steps; a padded step leaves the state untouched.
     Returns the outputs ``(T, B, H)`` (zero at padded steps), the final state,
     and the summed auxiliary loss over real steps (``None`` unless ``want_aux``
     and the cell has one). With ``compiled`` each step runs through the cell's
@@ -100,12 +97,8 @@ def run_cell(cell: RecurrentCell, x: Tensor, state: State, mask: Optional[Tensor
     # Under mixed precision the matmuls run in half precision, but the state stays in the precision it came
     # in (float32): a half-precision state would lose the small updates of long sequences (fp16 has 10 bits).
     keep_precision = torch.is_autocast_enabled(x.device.type)
-    if not use_aux and x.shape[0] > 0:
-        fused = None
-        if mask is None:
-            fused = cell.fused_sequence(x, state)
-        elif lengths is not None and cell.fused_takes_lengths and bool((lengths > 0).all()):
-            fused = cell.fused_sequence(x, state, lengths=lengths)
+    if mask is None and not use_aux and x.shape[0] > 0:
+        fused = cell.fused_sequence(x, state)
         if fused is not None:
             return fused[0], map_state(_as_dtype_of, fused[1], state) if keep_precision else fused[1], None
     step, step_mask = _step, mask
@@ -267,8 +260,7 @@ class Recurrent(nn.Module):
                 if direction == 1:
                     inp = inp.flip(0) if rev_index is None else _gather_time(inp, rev_index)
                 # reversed within each length, real steps still come first: the same mask applies
-                out, st, aux = run_cell(cell, inp, states[i], mask, want_aux=return_aux, compiled=self.compiled,
-                                        lengths=None if mask is None else lengths)
+                out, st, aux = run_cell(cell, inp, states[i], mask, want_aux=return_aux, compiled=self.compiled)
                 if direction == 1:
                     out = out.flip(0) if rev_index is None else _gather_time(out, rev_index)
                 outs.append(out)
