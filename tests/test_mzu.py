@@ -317,3 +317,29 @@ def test_candidate_dropout_only_in_training(cls: type[MZU]) -> None:
     torch.testing.assert_close(cell.step(xp, h), cell.step(xp, h))
     cell.train()
     assert not torch.allclose(cell.step(xp, h), cell.step(xp, h))
+
+
+def _traced_ops(fn: Callable, *args: Tensor) -> Tuple[Tensor, List[str]]:
+    """``fn(*args)`` through torch.compile, and the names of the ops in the graph it traced."""
+    ops: List[str] = []
+
+    def record(graph_module: torch.fx.GraphModule, _inputs: Any) -> Callable:
+        ops.extend(str(node.target) for node in graph_module.graph.nodes if node.op in ("call_function", "call_method"))
+        return graph_module.forward
+
+    torch._dynamo.reset()
+    return torch.compile(fn, backend=record, fullgraph=True)(*args), ops
+
+
+@pytest.mark.parametrize("name, fn, shapes", [
+    ("zone_product", mf.zone_product, [(6, 4, 8), (6, 8, 4)]),
+    ("coupled_sum", mf._coupled_sum, [(6, 4, 2), (6, 4, 2, 8)]),
+    ("agreement", mf._agreement, [(6, 4, 2, 8), (6, 2, 8)]),
+])
+def test_the_zones_small_products_compile_to_a_product_and_sum_with_the_same_values(name, fn, shapes):
+    torch.manual_seed(0)
+    args = [torch.randn(*s) for s in shapes]
+    compiled, ops = _traced_ops(fn, *args)
+    assert torch.allclose(compiled, fn(*args), atol=1e-6), name
+    assert not [op for op in ops if "matmul" in op or "bmm" in op or "einsum" in op], (name, ops)
+    assert any("sum" in op for op in ops), (name, ops)
