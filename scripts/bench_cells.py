@@ -19,6 +19,7 @@ skipped.
     python scripts/bench_cells.py --compile       # only compiled ÷ eager per cell, B32 and B4 (T100 I128 H256)
     python scripts/bench_cells.py --compile --quick
     python scripts/bench_cells.py --compile --parameter-gradients   # where the step's time goes
+    python scripts/bench_cells.py --compile --breakdown   # products, call overhead, fused kernels
 
 ``--compile``: each cell's ``Recurrent(compile=True)`` beside the same weights eager, forward +
 backward, in interleaved rounds (one thread unless ``--threads``); the ratio is taken within each
@@ -27,7 +28,11 @@ apart. ``--parameter-gradients`` instead times each step beside the same step wi
 frozen (the gradient still runs back through every step): the share of the step the weight
 gradients take, eager and compiled, compiled ÷ eager both ways, and the compiled frozen step ÷ the
 eager step (the most that computing the weight gradients outside the time loop could give a compiled
-step). ``--end-to-end`` runs
+step). ``--breakdown`` puts beside compiled ÷ eager where the time goes, from torch's profiler (self
+times in a profiled step ÷ the unprofiled eager step): the eager step's matrix products (``mm``,
+``addmm``, ``bmm``, ``baddbmm``; fusing the other ops cannot take compiled ÷ eager below that share
+unless the products get faster), and the compiled step's products, its calls' own overhead (guards,
+the autograd wrappers around the compiled forward and backward) and its fused kernels. ``--end-to-end`` runs
 scripts/bench_compile_tasks.py (tokens/s of whole training steps).
 """
 from __future__ import annotations
@@ -177,6 +182,67 @@ def bench_parameter_gradients(cells: Sequence[str], sizes: Dict[str, Tuple[int, 
     return rows
 
 
+PRODUCT_OPS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm")
+"""The matrix products, whose time fusing a step's other ops does not remove."""
+CALL_OVERHEAD_EVENTS = ("CompiledFunction", "CompiledFunctionBackward", "TorchDynamo Cache Lookup", "Pregraph bytecode",
+                        "AOTDispatcher Runtime Wrapper Prologue")
+"""torch's profiler events of a compiled call's own work around its kernels (guards, autograd wrappers)."""
+CALL_OVERHEAD_PREFIXES = ("Torch-Compiled Region", "autograd::engine::evaluate_function: CompiledFunction")
+FUSED_KERNEL_PREFIX = "## Call CompiledFxGraph"
+"""The event of Inductor's generated code (its fused kernels) running."""
+
+
+def step_breakdown(step: Callable[[], None]) -> Dict[str, float]:
+    """Seconds of one profiled run of ``step`` in matrix products, in compiled calls' own work around their
+    kernels, and in Inductor's generated code (self times, so nothing is counted twice)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        step()
+    parts = {"products": 0.0, "call_overhead": 0.0, "fused_kernels": 0.0}
+    for event in prof.key_averages():
+        if event.key in PRODUCT_OPS:
+            parts["products"] += event.self_cpu_time_total / 1e6
+        elif event.key in CALL_OVERHEAD_EVENTS or event.key.startswith(CALL_OVERHEAD_PREFIXES):
+            parts["call_overhead"] += event.self_cpu_time_total / 1e6
+        elif event.key.startswith(FUSED_KERNEL_PREFIX):
+            parts["fused_kernels"] += event.self_cpu_time_total / 1e6
+    return parts
+
+
+def bench_breakdown(cells: Sequence[str], sizes: Dict[str, Tuple[int, int, int, int]], repeats: int) -> List[dict]:
+    """Compiled ÷ eager per cell and size (ratios within each round, as ``--compile``), then where the time
+    goes, each part ÷ the unprofiled eager step (medians of ``repeats`` profiled steps): the matrix products
+    of the eager step (the floor for fusing everything else), and of the compiled step its products, its
+    calls' own overhead and its fused kernels."""
+    rows = []
+    for row in bench_compile(cells, sizes, repeats):
+        name, label = row["cell"], row["size"].split()[0]
+        batch, steps, inp, hidden = sizes[label]
+        torch.manual_seed(0)
+        x = torch.randn(batch, steps, inp)
+        eager, compiled, _ = compiled_twin(COMPILE_EXTRA.get(name, name), inp, hidden, x)
+        parts = {}
+        for mode, module in (("eager", eager), ("compiled", compiled)):
+            step = train_step(module, x)
+            step()
+            runs = [step_breakdown(step) for _ in range(repeats)]
+            parts[mode] = {k: statistics.median(r[k] for r in runs) * 1e3 / row["eager_ms"] for k in runs[0]}
+        rows.append({**row, "eager_products": parts["eager"]["products"],
+                     **{f"compiled_{k}": v for k, v in parts["compiled"].items()}})
+    return rows
+
+
+def format_breakdown_rows(rows: Sequence[dict]) -> str:
+    out = ["| cell | size | step compiled | eager ms | compiled ÷ eager | eager: matrix products | compiled: matrix "
+           "products | compiled: calls' overhead | compiled: fused kernels |", "|---|---|---|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        out.append(f"| {r['cell']} | {r['size']} | {r['steps']} | {r['eager_ms']:.1f} | {r['ratio']:.2f} | "
+                   f"{r['eager_products']:.2f} | {r['compiled_products']:.2f} | {r['compiled_call_overhead']:.2f} | "
+                   f"{r['compiled_fused_kernels']:.2f} |")
+    return "\n".join(out)
+
+
 def format_parameter_gradient_rows(rows: Sequence[dict]) -> str:
     out = ["| cell | size | eager ms | parameter gradients' share, eager | same, compiled | compiled ÷ eager | "
            "compiled ÷ eager, parameters frozen | compiled frozen ÷ eager |", "|---|---|---:|---:|---:|---:|---:|---:|"]
@@ -234,6 +300,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--parameter-gradients", action="store_true",
                         help="with --compile: the share of each training step the parameter gradients take, "
                              "eager and compiled (the step beside the same step with the parameters frozen)")
+    parser.add_argument("--breakdown", action="store_true",
+                        help="with --compile: also where the time goes (matrix products eager and compiled, the "
+                             "compiled calls' overhead, the fused kernels), each ÷ the eager step")
     parser.add_argument("--end-to-end", nargs="*", default=None, metavar="ARG",
                         help="run scripts/bench_compile_tasks.py (tokens/s with compile ÷ without) with these args")
     args = parser.parse_args(argv)
@@ -253,6 +322,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         sizes = COMPILE_QUICK if args.quick else COMPILE_SIZES
         if args.parameter_gradients:
             print(format_parameter_gradient_rows(bench_parameter_gradients(cells, sizes, repeats)), flush=True)
+        elif args.breakdown:
+            print(format_breakdown_rows(bench_breakdown(cells, sizes, repeats)), flush=True)
         else:
             print(format_compile_rows(bench_compile(cells, sizes, repeats)), flush=True)
         return

@@ -81,18 +81,44 @@ def test_bench_cells_parameter_gradients_quick_prints_the_share_table():
     assert "parameter gradients' share, eager" in out and "| GRU | B4 T6 I8 H8 |" in out
 
 
-def test_frozen_copy_runs_the_recurrence_backward_without_weight_gradients():
-    """The frozen twin the parameter-gradient table times: the gradient reaches the input through every step,
-    no parameter gets one, and the original module keeps training."""
+def _bench_cells_module():
     import importlib.util
-
-    import torch
-
-    from lit_rnncells.nn import Recurrent
 
     spec = importlib.util.spec_from_file_location("bench_cells_for_test", ROOT / "scripts" / "bench_cells.py")
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
+    return bench
+
+
+def test_step_breakdown_finds_the_products_and_the_compiled_calls_parts_in_the_profile():
+    """The profiler events the breakdown table sums are the ones this torch emits: an eager step has products
+    and nothing compiled; a compiled step has products, call overhead and fused kernels."""
+    import torch
+
+    from lit_rnncells.benchmark import compiled_twin, train_step
+
+    bench = _bench_cells_module()
+    x = torch.randn(2, 5, 8)
+    eager, compiled, _ = compiled_twin("SatMZU", 8, 8, x)
+    eager_parts = bench.step_breakdown(train_step(eager, x))
+    compiled_parts = bench.step_breakdown(train_step(compiled, x))
+    assert eager_parts["products"] > 0 and eager_parts["call_overhead"] == 0 == eager_parts["fused_kernels"]
+    assert all(compiled_parts[k] > 0 for k in ("products", "call_overhead", "fused_kernels")), compiled_parts
+
+
+def test_bench_cells_breakdown_quick_prints_the_table():
+    out = run_script("scripts/bench_cells.py", "--compile", "--breakdown", "--quick", "--cells", "CapMZU")
+    assert "compiled: calls' overhead" in out and "| CapMZU | B4 T6 I8 H8 | yes |" in out
+
+
+def test_frozen_copy_runs_the_recurrence_backward_without_weight_gradients():
+    """The frozen twin the parameter-gradient table times: the gradient reaches the input through every step,
+    no parameter gets one, and the original module keeps training."""
+    import torch
+
+    from lit_rnncells.nn import Recurrent
+
+    bench = _bench_cells_module()
     layer = Recurrent("SatMZU", 4, 8, batch_first=True)
     frozen = bench.frozen_copy(layer)
     x = torch.randn(2, 5, 4, requires_grad=True)
