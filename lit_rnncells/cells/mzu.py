@@ -19,7 +19,6 @@ from torch.nn import functional as F
 
 from .base import RecurrentCell, State, check_positive, check_probability
 from .classic import gru_update
-from .deferred import deferred_linear
 from .mzu_functions import ZoneFunctions
 from .registry import register_cell
 
@@ -157,7 +156,7 @@ class MZU(RecurrentCell):
         for depth in range(self.transition_depth + 1):
             block = self.block(depth)
             gen_in = x_proj_t if depth == 0 else block.bias
-            gen = gen_in + deferred_linear(h, block.weight_hh)
+            gen = torch.addmm(gen_in, h, block.weight_hh.t())
             pre, mean_cos = block.pre_activations(gen, with_aux)
             cand = torch.tanh(pre[0])
             if recorded is not None:
@@ -323,7 +322,7 @@ class GRUDT(RecurrentCell):
         for depth in range(self.transition_depth + 1):
             b_ih, w_hh, b_hh = self._depth_params(depth)
             x_part = x_proj_t if depth == 0 else b_ih
-            h = gru_update(x_part, deferred_linear(h, w_hh, b_hh), h)
+            h = gru_update(x_part, F.linear(h, w_hh, b_hh), h)
         return h
 
     def extra_repr(self) -> str:

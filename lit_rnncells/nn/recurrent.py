@@ -11,7 +11,6 @@ from torch import Tensor, nn
 from torch.nn import functional as F
 
 from ..cells.base import CellFactory, RecurrentCell, State, check_positive, check_probability
-from ..cells.deferred import deferring_weight_gradients
 from ..cells.registry import get_cell
 from .compiled import compile_mode, compiled_calls, compiled_step, report_compiled_forward, use_compiled
 
@@ -46,23 +45,6 @@ def _reverse_index(lengths: Tensor, steps: int) -> Tensor:
 def _gather_time(x: Tensor, index: Tensor) -> Tensor:
     """x (T, B, ...) reordered along time by index (T, B)."""
     return x.gather(0, index.view(*index.shape, *([1] * (x.dim() - 2))).expand_as(x))
-
-
-def _leaves(state: State) -> Tuple[Tensor, ...]:
-    """The tensors of a state (a tensor or nested tuples of them), in order."""
-    if isinstance(state, tuple):
-        return tuple(leaf for part in state for leaf in _leaves(part))
-    return (state,)
-
-
-def _with_leaves(state: State, leaves: Sequence[Tensor]) -> State:
-    """``state``'s structure filled with ``leaves`` (in :func:`_leaves`' order)."""
-    it = iter(leaves)
-
-    def rebuild(part: State) -> State:
-        return tuple(rebuild(p) for p in part) if isinstance(part, tuple) else next(it)
-
-    return rebuild(state)
 
 
 def _step(cell: RecurrentCell, x_t: Tensor, state: State, mask_t: Optional[Tensor], use_aux: bool,
@@ -128,10 +110,7 @@ def run_cell(cell: RecurrentCell, x: Tensor, state: State, mask: Optional[Tensor
     states: List[State] = []
     seen: List[State] = []  # the state each step was fed, for cells' ``stepping`` blocks
     aux_total: Optional[Tensor] = None
-    x_proj = cell.project_input(x)
-    deferring = deferring_weight_gradients(() if compiled else list(cell.parameters()), (x_proj, *_leaves(state)))
-    with deferring as passed, _stepping(cell, passed[0], seen) as x_proj:
-        state = _with_leaves(state, passed[1:])
+    with _stepping(cell, cell.project_input(x), seen) as x_proj:
         for t, x_t in enumerate(x_proj.unbind(0)):
             seen.append(state)
             # A constant initial state (no gradient) would need a graph of its own for one step: run it eagerly.
