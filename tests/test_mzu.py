@@ -12,6 +12,7 @@ from torch.nn import functional as F
 
 from lit_rnncells.cells import GRU, GRUDT, CapMZU, GcnMZU, SatMZU, build_cell
 from lit_rnncells.cells import mzu_functions as mf
+from lit_rnncells.cells.fusable import small_matmul
 from lit_rnncells.cells.mzu import MZU
 from lit_rnncells.nn import Recurrent
 
@@ -332,11 +333,12 @@ def _traced_ops(fn: Callable, *args: Tensor) -> Tuple[Tensor, List[str]]:
 
 
 @pytest.mark.parametrize("name, fn, shapes", [
-    ("zone_product", mf.zone_product, [(6, 4, 8), (6, 8, 4)]),
+    ("zone product", small_matmul, [(6, 4, 8), (6, 8, 4)]),
+    ("MuFuRU's op weights", small_matmul, [(4, 7), (3, 7, 8)]),
     ("coupled_sum", mf._coupled_sum, [(6, 4, 2), (6, 4, 2, 8)]),
     ("agreement", mf._agreement, [(6, 4, 2, 8), (6, 2, 8)]),
 ])
-def test_the_zones_small_products_compile_to_a_product_and_sum_with_the_same_values(name, fn, shapes):
+def test_small_products_compile_to_a_product_and_sum_with_the_same_values(name, fn, shapes):
     torch.manual_seed(0)
     args = [torch.randn(*s) for s in shapes]
     compiled, ops = _traced_ops(fn, *args)

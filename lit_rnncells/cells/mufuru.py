@@ -11,6 +11,7 @@ from torch.autograd.function import once_differentiable
 from torch.nn import functional as F
 
 from .base import RecurrentCell, State
+from .fusable import small_matmul
 from .registry import register_cell
 
 CompositionOp = Callable[[Tensor, Tensor], Tensor]
@@ -174,7 +175,7 @@ class MuFuRU(RecurrentCell):
         if not self._terms:
             return torch.zeros_like(state)
         # Σ_j p^j op^j(s, v) = Σ_k (Σ_j p^j B_jk) term_k(s, v): one contraction, at most 4 terms.
-        weights = torch.matmul(self.basis.t().to(p.dtype), p)  # (k, l) @ (B, l, H): 5x faster than einsum
+        weights = small_matmul(self.basis.t().to(p.dtype), p)  # (k, l) @ (B, l, H): 5x faster than einsum
         terms = [self._basis_term(k, state, v) for k in self._terms]
         return (weights * torch.stack(terms, dim=1)).sum(1)
 

@@ -25,25 +25,13 @@ import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
 
+from .fusable import small_matmul
+
 COMPOSITIONS = ("sat", "gcn", "cap")
 
 GCN_ACTIVATIONS: Dict[str, Callable[[Tensor], Tensor]] = {
     "relu": torch.relu, "sigmoid": torch.sigmoid, "tanh": torch.tanh, "identity": lambda t: t,
 }
-
-
-def zone_product(a: Tensor, b: Tensor) -> Tensor:
-    """``a @ b`` for the zones' small products (``N × d_z`` by ``d_z × N`` and the like, batch dims leading).
-
-    Eagerly a batched matrix product. Inside a compiled step, a broadcast product and a sum: Inductor fuses
-    that with the pointwise ops around it into one kernel, where a batched product stays an external call
-    of its own (forward and backward) for a few hundred multiply-adds; on CPU that took satMZU+DT's compiled
-    step from 0.91 to 0.74 of eager at B32 (docs/measured.md, "Compiled step ÷ eager"). Same values up to float
-    summation order.
-    """
-    if torch.compiler.is_compiling():
-        return (a.unsqueeze(-1) * b.unsqueeze(-3)).sum(-2)
-    return torch.matmul(a, b)
 
 
 def normalize_zones(z: Tensor) -> Tensor:
@@ -57,7 +45,7 @@ def cosine_matrix(z: Tensor) -> Tensor:
     A zero zone has cosine 0 with every zone (itself included).
     """
     zn = normalize_zones(z)
-    return zone_product(zn, zn.transpose(-1, -2))
+    return small_matmul(zn, zn.transpose(-1, -2))
 
 
 def mean_zone_cosine(z: Tensor) -> Tensor:
@@ -79,8 +67,8 @@ def self_attention_compose(z: Tensor, w_qkv: Tensor, b_qkv: Tensor) -> Tensor:
     m, b, n, dz = z.shape
     qkv = torch.baddbmm(b_qkv.unsqueeze(1), z.reshape(m, b * n, dz), w_qkv).view(m * b, n, 3 * dz)
     q, k, v = qkv.split(dz, dim=-1)
-    scores = zone_product(q, k.transpose(1, 2)) * (1.0 / math.sqrt(dz))
-    return zone_product(torch.softmax(scores, dim=-1), v).view(m, b, n, dz)
+    scores = small_matmul(q, k.transpose(1, 2)) * (1.0 / math.sqrt(dz))
+    return small_matmul(torch.softmax(scores, dim=-1), v).view(m, b, n, dz)
 
 
 def gcn_adjacency(cos: Tensor) -> Tensor:
@@ -109,7 +97,7 @@ def graph_convolution_compose(z: Tensor, w_g: Tensor, activation: Callable[[Tens
     if cos is None:
         cos = cosine_matrix(z)
     zw = torch.bmm(z.reshape(m, b * n, dz), w_g).view(m * b, n, -1)
-    mixed = zone_product(gcn_adjacency(cos).reshape(m * b, n, n), zw)
+    mixed = small_matmul(gcn_adjacency(cos).reshape(m * b, n, n), zw)
     return activation(mixed).view(m, b, n, -1)
 
 
@@ -151,7 +139,7 @@ def capsule_compose(z: Tensor, w_c: Tensor, capsules: int, iterations: int) -> T
 
 def _coupled_sum(coupling: Tensor, u: Tensor) -> Tensor:
     """``s_j = Σ_i c_ij û_{j|i}`` (eq. 12): ``(R, N, J)``, ``(R, N, J, d_o)`` → ``(R, J, d_o)``; a fused product and
-    sum inside a compiled step (see :func:`zone_product`)."""
+    sum inside a compiled step (see :func:`~.fusable.small_matmul`)."""
     if torch.compiler.is_compiling():
         return (coupling.unsqueeze(-1) * u).sum(1)
     return torch.einsum("rij,rijd->rjd", coupling, u)
@@ -159,7 +147,7 @@ def _coupled_sum(coupling: Tensor, u: Tensor) -> Tensor:
 
 def _agreement(u: Tensor, out: Tensor) -> Tensor:
     """``û_{j|i} · o_j`` (eq. 14): ``(R, N, J, d_o)``, ``(R, J, d_o)`` → ``(R, N, J)``; fused inside a compiled
-    step (see :func:`zone_product`)."""
+    step (see :func:`~.fusable.small_matmul`)."""
     if torch.compiler.is_compiling():
         return (u * out.unsqueeze(1)).sum(-1)
     return torch.einsum("rijd,rjd->rij", u, out)
