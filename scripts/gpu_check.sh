@@ -3,8 +3,9 @@
 # the `cuda` tests (every cell on CUDA equals CPU, eager, compiled and compiled as CUDA graphs; LSTM, GRU and
 # Elman through cuDNN; bf16 and fp16 autocast; two-GPU DDP when two are visible) and scripts/bench_gpu.py
 # (every cell at its paper's size, eager and compiled, beside cuDNN's GRU, with peak memory), in torch's
-# default compile mode and as CUDA graphs (LIT_RNNCELLS_COMPILE_MODE=reduce-overhead). Each output is kept in
-# OUT_DIR, which must be new.
+# default compile mode and as CUDA graphs (LIT_RNNCELLS_COMPILE_MODE=reduce-overhead); and scripts/bench_scan.py
+# (the whole time loop compiled with torch's scan, beside the eager loop and the compiled step). Each output is
+# kept in OUT_DIR, which must be new.
 #
 #   bash scripts/gpu_check.sh [OUT_DIR]          # default: gpu_check-<date>-<time>
 #
@@ -30,6 +31,7 @@ python -m pytest tests/test_cuda.py -m cuda -rs -q -p no:cacheprovider 2>&1 | te
 python scripts/bench_gpu.py 2>&1 | tee "$out/bench_gpu.txt" || status=1
 LIT_RNNCELLS_COMPILE_MODE=reduce-overhead python scripts/bench_gpu.py 2>&1 | tee "$out/bench_gpu_cuda_graphs.txt" \
   || status=1
+python scripts/bench_scan.py --device cuda --cells CARU MuFuRU GRUDT SatMZU 2>&1 | tee "$out/bench_scan.txt" || status=1
 if [ -n "${LIT_RNNCELLS_DATA:-}" ]; then
   python scripts/bench_compile_tasks.py --accelerator gpu 2>&1 | tee "$out/bench_compile_tasks.txt" || status=1
   LIT_RNNCELLS_COMPILE_MODE=reduce-overhead python scripts/bench_compile_tasks.py --accelerator gpu 2>&1 \

@@ -111,6 +111,12 @@ def test_bench_cells_breakdown_quick_prints_the_table():
     assert "compiled: calls' overhead" in out and "| CapMZU | B4 T6 I8 H8 | yes |" in out
 
 
+def test_bench_scan_quick_runs_a_cell_through_scan_with_the_eager_loops_values():
+    out = run_script("scripts/bench_scan.py", "--quick", "--cells", "CARU")
+    row = next(line for line in out.splitlines() if line.startswith("| CARU | 4 |"))
+    assert float(row.strip("|").split("|")[-1]) < 1e-5  # the scan loop's largest difference from the eager loop
+
+
 def test_frozen_copy_runs_the_recurrence_backward_without_weight_gradients():
     """The frozen twin the parameter-gradient table times: the gradient reaches the input through every step,
     no parameter gets one, and the original module keeps training."""
