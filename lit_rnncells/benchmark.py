@@ -11,7 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import torch
 from torch.utils.flop_counter import FlopCounterMode
@@ -84,6 +84,13 @@ def allocator_setting(system_malloc: bool) -> str:
     if not system_malloc and keep_freed_memory():
         return "malloc keeps freed memory"
     return "system malloc defaults"
+
+
+def markdown_table(header: Sequence[str], rows: Iterable[Sequence[object]], text_columns: int = 2) -> str:
+    """A Markdown table: the first ``text_columns`` columns left-aligned, the (numeric) rest right-aligned."""
+    align = "|" + "|".join(["---"] * text_columns + ["---:"] * (len(header) - text_columns)) + "|"
+    return "\n".join(["| " + " | ".join(header) + " |", align,
+                      *("| " + " | ".join(str(cell) for cell in row) + " |" for row in rows)])
 
 
 def train_step(module: torch.nn.Module, x: torch.Tensor) -> Callable[[], None]:

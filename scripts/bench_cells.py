@@ -52,7 +52,7 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence
 
 from lit_rnncells.benchmark import (SYSTEM_MALLOC_HELP, allocator_setting, compiled_twin, input_macs, interleaved_times,
-                                   round_robin, step_macs, train_step)
+                                   markdown_table, round_robin, step_macs, train_step)
 from lit_rnncells.cells import available_cells, get_cell
 from lit_rnncells.nn import Recurrent
 from lit_rnncells.nn.compiled import use_compiled
@@ -234,41 +234,36 @@ def bench_breakdown(cells: Sequence[str], sizes: Dict[str, Tuple[int, int, int, 
 
 
 def format_breakdown_rows(rows: Sequence[dict]) -> str:
-    out = ["| cell | size | step compiled | eager ms | compiled ÷ eager | eager: matrix products | compiled: matrix "
-           "products | compiled: calls' overhead | compiled: fused kernels |", "|---|---|---|---:|---:|---:|---:|---:|---:|"]
-    for r in rows:
-        out.append(f"| {r['cell']} | {r['size']} | {r['steps']} | {r['eager_ms']:.1f} | {r['ratio']:.2f} | "
-                   f"{r['eager_products']:.2f} | {r['compiled_products']:.2f} | {r['compiled_call_overhead']:.2f} | "
-                   f"{r['compiled_fused_kernels']:.2f} |")
-    return "\n".join(out)
+    return markdown_table(
+        ["cell", "size", "step compiled", "eager ms", "compiled ÷ eager", "eager: matrix products",
+         "compiled: matrix products", "compiled: calls' overhead", "compiled: fused kernels"],
+        ([r["cell"], r["size"], r["steps"], f"{r['eager_ms']:.1f}", f"{r['ratio']:.2f}", f"{r['eager_products']:.2f}",
+          f"{r['compiled_products']:.2f}", f"{r['compiled_call_overhead']:.2f}", f"{r['compiled_fused_kernels']:.2f}"]
+         for r in rows), text_columns=3)
 
 
 def format_parameter_gradient_rows(rows: Sequence[dict]) -> str:
-    out = ["| cell | size | eager ms | parameter gradients' share, eager | same, compiled | compiled ÷ eager | "
-           "compiled ÷ eager, parameters frozen | compiled frozen ÷ eager |", "|---|---|---:|---:|---:|---:|---:|---:|"]
-    for r in rows:
-        out.append(f"| {r['cell']} | {r['size']} | {r['eager_ms']:.1f} | {r['eager_share']:.0%} | "
-                   f"{r['compiled_share']:.0%} | {r['compiled_ratio']:.2f} | {r['frozen_ratio']:.2f} | "
-                   f"{r['bound_ratio']:.2f} |")
-    return "\n".join(out)
+    return markdown_table(
+        ["cell", "size", "eager ms", "parameter gradients' share, eager", "same, compiled", "compiled ÷ eager",
+         "compiled ÷ eager, parameters frozen", "compiled frozen ÷ eager"],
+        ([r["cell"], r["size"], f"{r['eager_ms']:.1f}", f"{r['eager_share']:.0%}", f"{r['compiled_share']:.0%}",
+          f"{r['compiled_ratio']:.2f}", f"{r['frozen_ratio']:.2f}", f"{r['bound_ratio']:.2f}"] for r in rows))
 
 
 def format_compile_rows(rows: Sequence[dict]) -> str:
-    out = ["| cell | size | step compiled | eager ms | compiled ms | compiled ÷ eager (median of rounds) | best round | "
-           "compile s (first 2 calls) |", "|---|---|---|---:|---:|---:|---:|---:|"]
-    for r in rows:
-        out.append(f"| {r['cell']} | {r['size']} | {r['steps']} | {r['eager_ms']:.1f} | {r['compiled_ms']:.1f} | {r['ratio']:.2f} | "
-                   f"{r['best_ratio']:.2f} | {r['compile_s']:.1f} |")
-    return "\n".join(out)
+    return markdown_table(
+        ["cell", "size", "step compiled", "eager ms", "compiled ms", "compiled ÷ eager (median of rounds)",
+         "best round", "compile s (first 2 calls)"],
+        ([r["cell"], r["size"], r["steps"], f"{r['eager_ms']:.1f}", f"{r['compiled_ms']:.1f}", f"{r['ratio']:.2f}",
+          f"{r['best_ratio']:.2f}", f"{r['compile_s']:.1f}"] for r in rows), text_columns=3)
 
 
 def format_rows(rows: Sequence[dict]) -> str:
-    out = ["| cell | size | tokens/s | time / nn.GRU | time / nn.LSTM | MACs/token | MAC ratio to GRU | "
-           "time ratio to GRU / MAC ratio |", "|---|---|---:|---:|---:|---:|---:|---:|"]
-    for r in rows:
-        out.append(f"| {r['cell']} | {r['size']} | {r['tokens_per_s']:,.0f} | {r['vs_nn_gru']:.2f} | "
-                   f"{r['vs_nn_lstm']:.2f} | {r['macs']:,} | {r['mac_ratio']:.2f} | {r['time_per_mac']:.2f} |")
-    return "\n".join(out)
+    return markdown_table(
+        ["cell", "size", "tokens/s", "time / nn.GRU", "time / nn.LSTM", "MACs/token", "MAC ratio to GRU",
+         "time ratio to GRU / MAC ratio"],
+        ([r["cell"], r["size"], f"{r['tokens_per_s']:,.0f}", f"{r['vs_nn_gru']:.2f}", f"{r['vs_nn_lstm']:.2f}",
+          f"{r['macs']:,}", f"{r['mac_ratio']:.2f}", f"{r['time_per_mac']:.2f}"] for r in rows))
 
 
 def load_script(name: str):

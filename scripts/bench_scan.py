@@ -28,10 +28,9 @@ from typing import Callable, Dict, Sequence, Tuple
 import torch
 from torch import Tensor, nn
 
-from lit_rnncells.benchmark import compiled_twin, interleaved_times, train_step
+from lit_rnncells.benchmark import compiled_twin, interleaved_times, markdown_table, train_step
 from lit_rnncells.cells import get_cell
 from lit_rnncells.cells.base import RecurrentCell, State
-from lit_rnncells.nn import Recurrent
 
 
 class ScanLoop(nn.Module):
@@ -61,10 +60,9 @@ class ScanLoop(nn.Module):
 
 def bench(cells: Sequence[str], batches: Sequence[int], size: Tuple[int, int, int], repeats: int,
           device: torch.device) -> None:
+    """Print the table (module docstring) for ``cells`` at each batch size."""
     steps, inp, hidden = size
-    print("| cell | batch | eager ms | scan loop ÷ eager | compiled step ÷ eager | scan compile s | step compile s | "
-          "scan max abs difference |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    rows = []
     for batch in batches:
         torch.manual_seed(0)
         x = torch.randn(batch, steps, inp, device=device)
@@ -87,8 +85,10 @@ def bench(cells: Sequence[str], batches: Sequence[int], size: Tuple[int, int, in
             def ratio(mode: str) -> float:
                 return statistics.median(t / e for t, e in zip(times[f"{name} {mode}"], times[f"{name} eager"]))
             scan_s, step_s, difference = info[name]
-            print(f"| {name} | {batch} | {statistics.median(times[f'{name} eager']) * 1e3:.1f} | {ratio('scan'):.2f} | "
-                  f"{ratio('step'):.2f} | {scan_s:.1f} | {step_s:.1f} | {difference:.1e} |", flush=True)
+            rows.append([name, batch, f"{statistics.median(times[f'{name} eager']) * 1e3:.1f}", f"{ratio('scan'):.2f}",
+                         f"{ratio('step'):.2f}", f"{scan_s:.1f}", f"{step_s:.1f}", f"{difference:.1e}"])
+    print(markdown_table(["cell", "batch", "eager ms", "scan loop ÷ eager", "compiled step ÷ eager", "scan compile s",
+                          "step compile s", "scan max abs difference"], rows, text_columns=1), flush=True)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
