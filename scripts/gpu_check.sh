@@ -1,19 +1,31 @@
 #!/usr/bin/env bash
-# The GPU checks of the compiled recurrence in one run, on a machine with a CUDA device:
-# the `cuda` tests (every cell on CUDA equals CPU, eager, compiled and compiled as CUDA graphs; LSTM, GRU and
-# Elman through cuDNN; bf16 and fp16 autocast; two-GPU DDP when two are visible) and scripts/bench_gpu.py
-# (every cell at its paper's size, eager and compiled, beside cuDNN's GRU, with peak memory), in torch's
-# default compile mode and as CUDA graphs (LIT_RNNCELLS_COMPILE_MODE=reduce-overhead); and scripts/bench_scan.py
-# (the whole time loop compiled with torch's scan, beside the eager loop and the compiled step). Each output is
-# kept in OUT_DIR, which must be new.
+# The GPU checks of the compiled recurrence in one run, on a machine with a CUDA device. Stages, in order:
+#   tests         the `cuda` tests (every cell on CUDA equals CPU, eager, compiled and compiled as CUDA graphs;
+#                 LSTM, GRU and Elman through cuDNN; bf16 and fp16 autocast; two-GPU DDP when two are visible)
+#   cells         scripts/bench_gpu.py: every cell at its paper's size, eager and compiled, beside cuDNN's GRU,
+#                 with peak memory, in torch's default compile mode
+#   cells-graphs  the same as CUDA graphs (LIT_RNNCELLS_COMPILE_MODE=reduce-overhead)
+#   scan          scripts/bench_scan.py: the whole time loop compiled with torch's scan, beside the eager loop
+#                 and the compiled step
+#   fits, fits-graphs      scripts/bench_compile_tasks.py (end-to-end fits), both modes   } with
+#   decode, decode-graphs  scripts/bench_compile_decode.py (greedy and beam 5), both modes } LIT_RNNCELLS_DATA set
+# Each output is kept in OUT_DIR, which must be new.
 #
-#   bash scripts/gpu_check.sh [OUT_DIR]          # default: gpu_check-<date>-<time>
+#   bash scripts/gpu_check.sh [OUT_DIR [STAGE ...]]    # default: gpu_check-<date>-<time>, every stage
+#   bash scripts/gpu_check.sh run1 tests cells scan    # some stages (e.g. to fit a time limit per command)
 #
-# With LIT_RNNCELLS_DATA set, the end-to-end fits (scripts/bench_compile_tasks.py) and the decoding benchmark
-# (scripts/bench_compile_decode.py) run on the GPU too, in both modes. docs/measured.md, "On a GPU", holds the
-# last run's tables.
+# docs/measured.md, "On a GPU", holds the last run's tables.
 set -u -o pipefail
+STAGES="tests cells cells-graphs scan fits fits-graphs decode decode-graphs"
 out=$(realpath -m "${1:-gpu_check-$(date +%Y%m%d-%H%M%S)}")
+shift $(( $# > 0 ? 1 : 0 ))
+wanted="${*:-$STAGES}"
+for stage in $wanted; do
+  case " $STAGES " in
+    *" $stage "*) ;;
+    *) echo "error: unknown stage '$stage'; pick from: $STAGES." >&2; exit 2 ;;
+  esac
+done
 if [ -e "$out" ] && [ -n "$(ls -A "$out" 2>/dev/null)" ]; then
   echo "error: $out already holds files; name a new folder (bash scripts/gpu_check.sh <new folder>)." >&2
   exit 2
@@ -27,18 +39,27 @@ mkdir -p "$out"
 status=0
 { nvidia-smi; python -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, torch.cuda.get_device_name(0), torch.cuda.device_count(), 'device(s)')"; } \
   > "$out/device.txt" 2>&1
-python -m pytest tests/test_cuda.py -m cuda -rs -q -p no:cacheprovider 2>&1 | tee "$out/cuda_tests.txt" || status=1
-python scripts/bench_gpu.py 2>&1 | tee "$out/bench_gpu.txt" || status=1
-LIT_RNNCELLS_COMPILE_MODE=reduce-overhead python scripts/bench_gpu.py 2>&1 | tee "$out/bench_gpu_cuda_graphs.txt" \
-  || status=1
-python scripts/bench_scan.py --device cuda --cells CARU MuFuRU GRUDT SatMZU 2>&1 | tee "$out/bench_scan.txt" || status=1
-if [ -n "${LIT_RNNCELLS_DATA:-}" ]; then
-  python scripts/bench_compile_tasks.py --accelerator gpu 2>&1 | tee "$out/bench_compile_tasks.txt" || status=1
-  LIT_RNNCELLS_COMPILE_MODE=reduce-overhead python scripts/bench_compile_tasks.py --accelerator gpu 2>&1 \
-    | tee "$out/bench_compile_tasks_cuda_graphs.txt" || status=1
-  python scripts/bench_compile_decode.py --device cuda 2>&1 | tee "$out/bench_compile_decode.txt" || status=1
-  LIT_RNNCELLS_COMPILE_MODE=reduce-overhead python scripts/bench_compile_decode.py --device cuda 2>&1 \
-    | tee "$out/bench_compile_decode_cuda_graphs.txt" || status=1
-fi
+graphs="LIT_RNNCELLS_COMPILE_MODE=reduce-overhead"
+for stage in $wanted; do
+  case "$stage" in
+    tests) cmd="python -m pytest tests/test_cuda.py -m cuda -rs -q -p no:cacheprovider" ;;
+    cells) cmd="python scripts/bench_gpu.py" ;;
+    cells-graphs) cmd="env $graphs python scripts/bench_gpu.py" ;;
+    scan) cmd="python scripts/bench_scan.py --device cuda --cells CARU MuFuRU GRUDT SatMZU" ;;
+    fits) cmd="python scripts/bench_compile_tasks.py --accelerator gpu" ;;
+    fits-graphs) cmd="env $graphs python scripts/bench_compile_tasks.py --accelerator gpu" ;;
+    decode) cmd="python scripts/bench_compile_decode.py --device cuda" ;;
+    decode-graphs) cmd="env $graphs python scripts/bench_compile_decode.py --device cuda" ;;
+  esac
+  case "$stage" in
+    fits*|decode*)
+      if [ -z "${LIT_RNNCELLS_DATA:-}" ]; then
+        echo "gpu_check: $stage skipped: set LIT_RNNCELLS_DATA to the data folder" | tee "$out/$stage.txt"
+        continue
+      fi ;;
+  esac
+  echo "gpu_check: $stage: $cmd"
+  $cmd 2>&1 | tee "$out/$stage.txt" || status=1
+done
 echo "gpu_check: outputs in $out (exit $status)"
 exit $status

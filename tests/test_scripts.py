@@ -196,3 +196,10 @@ def test_gpu_check_refuses_a_machine_without_cuda_and_a_used_folder(tmp_path):
                             text=True, timeout=120)
     assert result.returncode == 2 and result.stderr.startswith("error: torch sees no CUDA device here")
     assert not (tmp_path / "new").exists()
+
+
+def test_gpu_check_names_an_unknown_stage_before_anything_runs(tmp_path):
+    result = subprocess.run(["bash", "scripts/gpu_check.sh", str(tmp_path / "new"), "tests", "cell"], cwd=ROOT,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and result.stderr.startswith("error: unknown stage 'cell'; pick from: tests cells")
+    assert result.stderr.count("\n") == 1 and not (tmp_path / "new").exists()
