@@ -21,8 +21,9 @@ from .cells.base import CellFactory, RecurrentCell
 
 def step_macs(cell: RecurrentCell) -> int:
     """Multiply-accumulates of one ``cell.step`` and its ``output`` at batch 1, from the matmul shapes."""
-    x_proj = cell.project_input(torch.zeros(1, cell.input_size))
-    state = cell.initial_state(1)
+    device = next(cell.parameters()).device
+    x_proj = cell.project_input(torch.zeros(1, cell.input_size, device=device))
+    state = cell.initial_state(1, device=device)
     with torch.no_grad(), FlopCounterMode(display=False) as counter:
         cell.output(cell.step(x_proj, state))
     return counter.get_total_flops() // 2
@@ -31,7 +32,7 @@ def step_macs(cell: RecurrentCell) -> int:
 def input_macs(cell: RecurrentCell) -> int:
     """Multiply-accumulates of ``cell.project_input`` for one token (hoisted out of the time loop)."""
     with torch.no_grad(), FlopCounterMode(display=False) as counter:
-        cell.project_input(torch.zeros(1, cell.input_size))
+        cell.project_input(torch.zeros(1, cell.input_size, device=next(cell.parameters()).device))
     return counter.get_total_flops() // 2
 
 

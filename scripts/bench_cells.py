@@ -16,6 +16,7 @@ skipped.
     python scripts/bench_cells.py --skip-mzu --skip-mcrnn
     python scripts/bench_cells.py --quick         # tiny sizes, checks the script runs
     python scripts/bench_cells.py --padded --cells GRU LSTM Elman CARU   # padded: our step loop vs torch packed
+    python scripts/bench_cells.py --padded --device cuda --cells GRU LSTM Elman CARU   # the same against cuDNN
     python scripts/bench_cells.py --compile       # only compiled ÷ eager per cell, B32 and B4 (T100 I128 H256)
     python scripts/bench_cells.py --compile --quick
     python scripts/bench_cells.py --compile --parameter-gradients   # where the step's time goes
@@ -70,25 +71,37 @@ def default_constructible(name: str) -> bool:
 
 
 def padded_train_step(module: nn.Module, x: torch.Tensor, lengths: torch.Tensor) -> Callable[[], None]:
-    """One forward + backward over a padded batch: ``lengths`` to our layer, a packed sequence to torch's."""
+    """One forward + backward over a padded batch: ``lengths`` to our layer, a packed sequence to torch's (cuDNN's
+    packed kernels on a GPU); on a GPU it waits for the device, so the step's time is measured."""
     if isinstance(module, Recurrent):
-        return lambda: (module(x, lengths=lengths)[0].sum().backward(), module.zero_grad(set_to_none=True))
-    packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
-    return lambda: (module(packed)[0].data.sum().backward(), module.zero_grad(set_to_none=True))
+        def forward() -> torch.Tensor:
+            return module(x, lengths=lengths)[0].sum()
+    else:
+        packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+
+        def forward() -> torch.Tensor:
+            return module(packed)[0].data.sum()
+
+    def run() -> None:
+        forward().backward()
+        module.zero_grad(set_to_none=True)
+        if x.device.type == "cuda":
+            torch.cuda.synchronize(x.device)
+    return run
 
 
-def bench_size(cells: Sequence[str], size: Tuple[int, int, int, int], repeats: int, padded: bool = False
-               ) -> List[dict]:
+def bench_size(cells: Sequence[str], size: Tuple[int, int, int, int], repeats: int, padded: bool = False,
+               device: torch.device = torch.device("cpu")) -> List[dict]:
     batch, steps, inp, hidden = size
     torch.manual_seed(0)
-    x = torch.randn(batch, steps, inp)
+    x = torch.randn(batch, steps, inp, device=device)
     modules: Dict[str, nn.Module] = {
-        "torch.nn.GRU": nn.GRU(inp, hidden, batch_first=True),
-        "torch.nn.LSTM": nn.LSTM(inp, hidden, batch_first=True),
+        "torch.nn.GRU": nn.GRU(inp, hidden, batch_first=True).to(device),
+        "torch.nn.LSTM": nn.LSTM(inp, hidden, batch_first=True).to(device),
     }
     for name in cells:
-        modules[name] = Recurrent(name, inp, hidden, batch_first=True)
-    if padded:  # lengths spread evenly over [T/2, T], the longest first
+        modules[name] = Recurrent(name, inp, hidden, batch_first=True).to(device)
+    if padded:  # lengths spread evenly over [T/2, T], the longest first (on CPU, as packing wants them)
         lengths = torch.linspace(steps, (steps + 1) // 2, batch).round().long()
         jobs = {name: padded_train_step(m, x, lengths) for name, m in modules.items()}
     else:
@@ -288,6 +301,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--padded", action="store_true",
                         help="padded batches (lengths T/2..T: our cells step with a mask, torch's modules get "
                              "a packed sequence); no MZU/MC-RNN sections")
+    parser.add_argument("--device", default="cpu",
+                        help="cpu or cuda, for the cell tables (with --padded: against cuDNN's packed kernels); "
+                             "no MZU/MC-RNN sections on a GPU (scripts/bench_gpu.py has them)")
     parser.add_argument("--compile", action="store_true", help="only the compiled ÷ eager table")
     parser.add_argument("--threads", type=int, default=1, help="torch threads for --compile (default 1)")
     parser.add_argument("--force-compile", action="store_true",
@@ -301,6 +317,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--end-to-end", nargs="*", default=None, metavar="ARG",
                         help="run scripts/bench_compile_tasks.py (tokens/s with compile ÷ without) with these args")
     args = parser.parse_args(argv)
+    device = torch.device(args.device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise SystemExit("error: --device cuda needs a CUDA GPU and a CUDA build of torch; none is visible here")
+    if device.type != "cpu" and args.compile:
+        raise SystemExit("error: --compile measures on CPU; on a GPU run scripts/bench_gpu.py (its compiled columns)")
     if args.end_to_end is not None:
         load_script("bench_compile_tasks").main(args.end_to_end + (["--quick"] if args.quick else []))
         return
@@ -324,14 +345,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         return
     if args.quick:
         args.sizes, args.repeats, args.skip_mzu, args.skip_mcrnn = ["quick"], 1, True, True
-    if args.padded:
+    if args.padded or device.type != "cpu":
         args.skip_mzu = args.skip_mcrnn = True
     cells = args.cells or [n for n in available_cells() if default_constructible(n)]
     malloc = allocator_setting(args.system_malloc)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads; forward+backward, median of "
           f"{args.repeats} rounds in shuffled order; {malloc}\n")
     for size in args.sizes:
-        print(format_rows(bench_size(cells, SIZES[size], args.repeats, args.padded)) + "\n", flush=True)
+        print(format_rows(bench_size(cells, SIZES[size], args.repeats, args.padded, device)) + "\n", flush=True)
     if not args.skip_mzu:
         mzu = load_script("bench_mzu")
         print("MZU cells at the paper's PTB size (ratios to GRU+DT):")

@@ -7,6 +7,8 @@
 #   cells-graphs  the same as CUDA graphs (LIT_RNNCELLS_COMPILE_MODE=reduce-overhead)
 #   scan          scripts/bench_scan.py: the whole time loop compiled with torch's scan, beside the eager loop
 #                 and the compiled step
+#   padded        scripts/bench_cells.py --padded: our masked step loop on padded batches beside torch.nn.GRU /
+#                 LSTM given them packed (cuDNN's packed kernels)
 #   fits, fits-graphs      scripts/bench_compile_tasks.py (end-to-end fits), both modes   } with
 #   decode, decode-graphs  scripts/bench_compile_decode.py (greedy and beam 5), both modes } LIT_RNNCELLS_DATA set
 # Each output is kept in OUT_DIR, which must be new.
@@ -16,7 +18,7 @@
 #
 # docs/measured.md, "On a GPU", holds the last run's tables.
 set -u -o pipefail
-STAGES="tests cells cells-graphs scan fits fits-graphs decode decode-graphs"
+STAGES="tests cells cells-graphs scan padded fits fits-graphs decode decode-graphs"
 out=$(realpath -m "${1:-gpu_check-$(date +%Y%m%d-%H%M%S)}")
 shift $(( $# > 0 ? 1 : 0 ))
 wanted="${*:-$STAGES}"
@@ -46,6 +48,7 @@ for stage in $wanted; do
     cells) cmd="python scripts/bench_gpu.py" ;;
     cells-graphs) cmd="env $graphs python scripts/bench_gpu.py" ;;
     scan) cmd="python scripts/bench_scan.py --device cuda --cells CARU MuFuRU GRUDT SatMZU" ;;
+    padded) cmd="python scripts/bench_cells.py --padded --device cuda --cells GRU LSTM Elman CARU" ;;
     fits) cmd="python scripts/bench_compile_tasks.py --accelerator gpu" ;;
     fits-graphs) cmd="env $graphs python scripts/bench_compile_tasks.py --accelerator gpu" ;;
     decode) cmd="python scripts/bench_compile_decode.py --device cuda" ;;

@@ -111,6 +111,18 @@ def test_bench_cells_breakdown_quick_prints_the_table():
     assert "compiled: calls' overhead" in out and "| CapMZU | B4 T6 I8 H8 | yes |" in out
 
 
+def test_bench_cells_on_a_missing_gpu_is_one_error_line():
+    import pytest
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA device is visible: scripts/gpu_check.sh runs the GPU tables")
+    result = subprocess.run([sys.executable, "scripts/bench_cells.py", "--padded", "--quick", "--device", "cuda"],
+                            cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode != 0 and result.stderr.startswith("error: --device cuda needs a CUDA GPU")
+    assert result.stderr.count("\n") == 1
+
+
 def test_bench_scan_quick_runs_a_cell_through_scan_with_the_eager_loops_values():
     out = run_script("scripts/bench_scan.py", "--quick", "--cells", "CARU")
     row = next(line for line in out.splitlines() if line.startswith("| CARU | 4 |"))
@@ -202,4 +214,5 @@ def test_gpu_check_names_an_unknown_stage_before_anything_runs(tmp_path):
     result = subprocess.run(["bash", "scripts/gpu_check.sh", str(tmp_path / "new"), "tests", "cell"], cwd=ROOT,
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 2 and result.stderr.startswith("error: unknown stage 'cell'; pick from: tests cells")
+    assert "padded" in result.stderr
     assert result.stderr.count("\n") == 1 and not (tmp_path / "new").exists()
