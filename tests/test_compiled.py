@@ -49,7 +49,10 @@ def _run(layer: Recurrent, x: torch.Tensor, lengths) -> Dict[str, object]:
             "grads": {n: p.grad for n, p in layer.named_parameters()}}
 
 
-def _assert_same(eager: Dict[str, object], compiled: Dict[str, object], atol: float, rtol: float) -> None:
+def _assert_same(eager: Dict[str, object], compiled: Dict[str, object], atol: float, rtol: float,
+                 gradient_atol_of_largest: float = 0.0) -> None:
+    """Equal within ``atol``/``rtol``; a gradient's ``atol`` grows by ``gradient_atol_of_largest`` times its
+    largest element (for half precision, where a summation order moves large elements by a few percent)."""
     torch.testing.assert_close(compiled["out"], eager["out"], atol=atol, rtol=rtol, msg="outputs")
     for i, (a, b) in enumerate(zip(compiled["state"], eager["state"])):
         torch.testing.assert_close(a, b, atol=atol, rtol=rtol, msg=f"final state leaf {i}")
@@ -58,7 +61,8 @@ def _assert_same(eager: Dict[str, object], compiled: Dict[str, object], atol: fl
         other = compiled["grads"][name]
         assert (grad is None) == (other is None), name
         if grad is not None:
-            torch.testing.assert_close(other, grad, atol=atol, rtol=rtol, msg=f"gradient of {name}")
+            grad_atol = atol + gradient_atol_of_largest * grad.abs().max().item()
+            torch.testing.assert_close(other, grad, atol=grad_atol, rtol=rtol, msg=f"gradient of {name}")
 
 
 def _pair(factory, bidirectional: bool, seed: int = 0) -> Tuple[Recurrent, Recurrent]:
@@ -79,15 +83,17 @@ def test_compiled_equals_eager_for_every_cell(name: str) -> None:
             _assert_same(_run(eager, x, lengths), _run(compiled, x, lengths), atol=2e-5, rtol=1e-4)
 
 
-@pytest.mark.parametrize("name", ["GRU", "LSTM", "MuFuRU"])
+@pytest.mark.parametrize("name", ["GRU", "LSTM", "MuFuRU", "SatMZU", "GcnMZU", "CapMZU"])
 def test_compiled_equals_eager_under_bf16_autocast(name: str) -> None:
+    """Also the MZU cells, whose compiled step writes the zone products differently (``cells/fusable.py``)."""
     eager, compiled = _pair(CASES[name], bidirectional=True)
     x = torch.randn(3, 5, INPUT, generator=torch.Generator().manual_seed(2))
     lengths = torch.tensor([5, 3, 1])
     with torch.autocast("cpu", dtype=torch.bfloat16):
         want, got = _run(eager, x, lengths), _run(compiled, x, lengths)
     assert got["state"][0].dtype == torch.float32  # the state keeps its precision, as in the eager loop
-    _assert_same(want, got, atol=3e-2, rtol=3e-2)
+    # GcnMZU: a few gradient elements differ by 3-4 % of the tensor's largest (its relu and clamped edges in bf16)
+    _assert_same(want, got, atol=3e-2, rtol=3e-2, gradient_atol_of_largest=5e-2)
 
 
 def _readme_cell() -> type:
