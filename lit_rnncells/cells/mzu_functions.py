@@ -138,19 +138,15 @@ def capsule_compose(z: Tensor, w_c: Tensor, capsules: int, iterations: int) -> T
 
 
 def _coupled_sum(coupling: Tensor, u: Tensor) -> Tensor:
-    """``s_j = Σ_i c_ij û_{j|i}`` (eq. 12): ``(R, N, J)``, ``(R, N, J, d_o)`` → ``(R, J, d_o)``; a fused product and
-    sum inside a compiled step (see :func:`~.fusable.small_matmul`)."""
-    if torch.compiler.is_compiling():
-        return (coupling.unsqueeze(-1) * u).sum(1)
-    return torch.einsum("rij,rijd->rjd", coupling, u)
+    """``s_j = Σ_i c_ij û_{j|i}`` (eq. 12): ``(R, N, J)``, ``(R, N, J, d_o)`` → ``(R, J, d_o)``, as a product per
+    (R, j) that a compiled step fuses (:func:`~.fusable.small_matmul`)."""
+    return small_matmul(coupling.permute(0, 2, 1).unsqueeze(-2), u.permute(0, 2, 1, 3)).squeeze(-2)
 
 
 def _agreement(u: Tensor, out: Tensor) -> Tensor:
-    """``û_{j|i} · o_j`` (eq. 14): ``(R, N, J, d_o)``, ``(R, J, d_o)`` → ``(R, N, J)``; fused inside a compiled
-    step (see :func:`~.fusable.small_matmul`)."""
-    if torch.compiler.is_compiling():
-        return (u * out.unsqueeze(1)).sum(-1)
-    return torch.einsum("rijd,rjd->rij", u, out)
+    """``û_{j|i} · o_j`` (eq. 14): ``(R, N, J, d_o)``, ``(R, J, d_o)`` → ``(R, N, J)``, as a product per (R, j)
+    that a compiled step fuses (:func:`~.fusable.small_matmul`)."""
+    return small_matmul(u.permute(0, 2, 1, 3), out.unsqueeze(-1)).squeeze(-1).permute(0, 2, 1)
 
 
 def _uniform(*shape: int, fan_in: int) -> nn.Parameter:
