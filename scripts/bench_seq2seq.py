@@ -48,6 +48,7 @@ from lit_rnncells.benchmark import (ANCHORS_ENV, GLIBC_KEEP_FREED, SYSTEM_MALLOC
                                     reference_program, run_reference)
 from lit_rnncells.experiments.report import mean_std
 from lit_rnncells.data import TranslationDataModule
+from lit_rnncells.data.batching import pad_batch
 from lit_rnncells.metrics import sacrebleu_corpus
 from lit_rnncells.nn.beam_search import search
 from lit_rnncells.tasks import Seq2Seq
@@ -118,11 +119,7 @@ def decode_all(model: Seq2Seq, dm: TranslationDataModule, beam: int, batch_size:
     start = time.perf_counter()
     with torch.no_grad():
         for i in range(0, len(sources), batch_size):
-            chunk = [s + [dm.eos_id] for s in sources[i:i + batch_size]]
-            lengths = torch.tensor([len(s) for s in chunk])
-            padded = torch.full((len(chunk), int(lengths.max())), dm.pad_id, dtype=torch.long)
-            for row, s in enumerate(chunk):
-                padded[row, :len(s)] = torch.tensor(s)
+            padded, lengths = pad_batch([s + [dm.eos_id] for s in sources[i:i + batch_size]], dm.pad_id)
             for nbest in search(counted, padded, lengths, cfg):
                 outputs.append(dm.target_tokenizer.detokenize(dm.target_tokenizer.decode(nbest[0].tokens)))
     elapsed = time.perf_counter() - start
