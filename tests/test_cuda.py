@@ -58,6 +58,52 @@ def test_cuda_graph_step_equals_cpu(name: str, monkeypatch: pytest.MonkeyPatch) 
     _assert_cuda_equals_cpu(name, compiled=True)
 
 
+@pytest.mark.parametrize("name", ["CARU", "SatMZU", "MultiChannel(LSTM,n=4)"])
+def test_cuda_graph_step_without_gradients_equals_cpu(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without gradients (validation, encoding for decoding) each replay of a step's CUDA graph writes into the
+    same memory; every step's state must survive until the outputs are computed after the loop."""
+    monkeypatch.setenv(MODE_VARIABLE, "reduce-overhead")
+    torch.manual_seed(0)
+    cpu = Recurrent(CASES[name], INPUT, HIDDEN, num_layers=2, bidirectional=True, batch_first=True)
+    gpu = copy.deepcopy(cpu).cuda()
+    gpu.compiled = True
+    x = torch.randn(3, 5, INPUT, generator=torch.Generator().manual_seed(1))
+    for lengths in (None, torch.tensor([5, 2, 4])):
+        with torch.no_grad():
+            want, want_state = cpu(x, lengths=lengths)
+            for _ in range(2):  # the second forward replays the recorded graphs
+                got, got_state = gpu(x.cuda(), lengths=None if lengths is None else lengths.cuda())
+        torch.testing.assert_close(got.cpu(), want, atol=1e-4, rtol=1e-3)
+        for a, b in zip(got_state if isinstance(got_state, tuple) else (got_state,),
+                        want_state if isinstance(want_state, tuple) else (want_state,)):
+            torch.testing.assert_close(a.cpu(), b, atol=1e-4, rtol=1e-3)
+
+
+@pytest.mark.parametrize("mode", ["default", "reduce-overhead"], ids=["compiled", "cuda-graphs"])
+@pytest.mark.parametrize("cell", ["CARU", "SatMZU"])
+def test_seq2seq_decodes_on_cuda_as_on_cpu(cell: str, mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Greedy and beam-5 translations through the compiled step on CUDA, CUDA graphs included, are the CPU eager
+    model's."""
+    from lit_rnncells.nn.beam_search import SearchConfig
+
+    from .test_seq2seq import make, pairs
+
+    monkeypatch.setenv(MODE_VARIABLE, mode)
+    cpu = make(torch.float32, cell=cell, num_layers=2).eval()
+    gpu = make(torch.float32, cell=cell, num_layers=2, compile=True).eval()
+    gpu.load_state_dict(cpu.state_dict())
+    gpu = gpu.cuda()
+    batch = pairs([5, 3, 7], [4, 1, 6])
+    for beam in (1, 5):
+        cfg = SearchConfig(beam_size=beam, max_length_b=5, max_length_a=0.0)
+        with torch.no_grad():
+            want = cpu.translate(batch["source"], batch["source_lengths"], cfg)
+            got = gpu.translate(batch["source"].cuda(), batch["source_lengths"].cuda(), cfg)
+        assert [[h.tokens for h in hyps] for hyps in got] == [[h.tokens for h in hyps] for hyps in want]
+        for hyps_got, hyps_want in zip(got, want):
+            assert [h.score for h in hyps_got] == pytest.approx([h.score for h in hyps_want], abs=1e-3)
+
+
 def _assert_cuda_equals_cpu(name: str, compiled: bool) -> None:
     torch.manual_seed(0)
     cpu = Recurrent(CASES[name], INPUT, HIDDEN, num_layers=2, bidirectional=True, batch_first=True)
@@ -71,12 +117,16 @@ def _assert_cuda_equals_cpu(name: str, compiled: bool) -> None:
         _assert_same(want, got, atol=1e-4, rtol=1e-3)  # TF32 is off by default for matmuls in torch
 
 
+@pytest.mark.parametrize("padded", [False, True], ids=["unpadded", "padded"])
 @pytest.mark.parametrize("name", ["LSTM", "GRU", "Elman"])
-def test_fused_cells_run_through_cudnn(name: str) -> None:
+def test_fused_cells_run_through_cudnn(name: str, padded: bool) -> None:
+    """Unpadded batches, and padded ones as packed sequences (``PACKED_KERNEL_DEVICES``), run cuDNN's kernel;
+    ``_assert_cuda_equals_cpu`` checks their values against the CPU's step loop."""
     layer = Recurrent(name, INPUT, HIDDEN, batch_first=True).cuda()
     x = torch.randn(4, 6, INPUT, device="cuda")
+    lengths = torch.tensor([6, 2, 5, 1], device="cuda") if padded else None
     with torch.autograd.profiler.profile() as prof:
-        layer(x)[0].sum().backward()
+        layer(x, lengths=lengths)[0].sum().backward()
         torch.cuda.synchronize()
     names = {e.name for e in prof.function_events}
     assert any("cudnn_rnn" in n for n in names), sorted(names)[:40]

@@ -151,6 +151,58 @@ def test_fused_kernel_equals_the_step_loop(name: str):
 
 
 @pytest.mark.parametrize("name", ["LSTM", "GRU", "Elman"])
+def test_fused_kernel_takes_padded_batches_packed(name: str, monkeypatch):
+    """Given the lengths behind a padded batch, the fused kernel runs it packed: zero outputs at padded steps,
+    each final state at its last real step, gradients as the step loop's (which runs when no lengths are
+    given, or when a sequence is empty). The layer does this on CUDA only; here CPU is let in to check it."""
+    from lit_rnncells.cells import get_cell
+    from lit_rnncells.nn import recurrent
+    from lit_rnncells.nn.recurrent import run_cell
+
+    monkeypatch.setattr(recurrent, "PACKED_KERNEL_DEVICES", ("cpu", "cuda"))
+
+    cell = get_cell(name)(5, 7)
+    x = torch.randn(6, 4, 5)
+    lengths = torch.tensor([3, 6, 1, 4])
+    mask = torch.arange(6).unsqueeze(1) < lengths.unsqueeze(0)
+    state = cell.initial_state(4)
+    state = tuple(torch.randn_like(s) for s in state) if isinstance(state, tuple) else torch.randn_like(state)
+    leaves = (lambda st: st if isinstance(st, tuple) else (st,))
+    kernel = {"LSTM": "lstm", "GRU": "gru", "Elman": "rnn_tanh"}[name]
+    results = []
+    for given in (lengths, None):
+        with torch.autograd.profiler.profile() as prof:
+            out, final, _ = run_cell(cell, x, state, mask, lengths=given)
+        assert any(e.name == f"aten::{kernel}" for e in prof.function_events) == (given is not None)
+        grads = torch.autograd.grad(out.pow(2).sum() + leaves(final)[0].sum(), list(cell.parameters()))
+        results.append((out, leaves(final), grads))
+    (packed_out, packed_final, packed_grads), (loop_out, loop_final, loop_grads) = results
+    assert torch.equal(packed_out[~mask], torch.zeros_like(packed_out[~mask]))
+    torch.testing.assert_close(packed_out, loop_out, atol=1e-5, rtol=0)
+    for a, b in zip(packed_final + packed_grads, loop_final + loop_grads):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-4)
+    with torch.autograd.profiler.profile() as prof:  # an empty sequence: the step loop
+        run_cell(cell, x, state, torch.arange(6).unsqueeze(1) < torch.tensor([3, 0, 1, 4]).unsqueeze(0),
+                 lengths=torch.tensor([3, 0, 1, 4]))
+    assert not any(e.name == f"aten::{kernel}" for e in prof.function_events)
+
+
+@pytest.mark.parametrize("name", ["LSTM", "GRU", "Elman"])
+def test_padded_batches_take_the_step_loop_on_cpu(name: str):
+    """On CPU the packed kernels are slower than the masked step loop (docs/measured.md), so a padded batch
+    through the layer runs the loop; an unpadded one still runs the fused kernel."""
+    from lit_rnncells.nn import Recurrent
+
+    layer = Recurrent(name, 5, 7, batch_first=True)
+    x = torch.randn(4, 6, 5)
+    kernel = {"LSTM": "lstm", "GRU": "gru", "Elman": "rnn_tanh"}[name]
+    for lengths, fused in ((torch.tensor([3, 6, 1, 4]), False), (None, True)):
+        with torch.autograd.profiler.profile() as prof:
+            layer(x, lengths=lengths)
+        assert any(e.name == f"aten::{kernel}" for e in prof.function_events) == fused
+
+
+@pytest.mark.parametrize("name", ["LSTM", "GRU", "Elman"])
 def test_a_subclass_with_its_own_step_does_not_run_the_fused_kernel(name: str):
     """A user's subclass of a fused cell that changes ``step`` gets its step, not torch's kernel."""
     from lit_rnncells.cells import get_cell

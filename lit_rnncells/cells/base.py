@@ -81,13 +81,20 @@ class RecurrentCell(nn.Module):
         """Like :meth:`step`, also returning a per-example auxiliary loss ``(B,)`` or ``None``."""
         return self.step(x_proj_t, state), None
 
-    def fused_sequence(self, x: Tensor, state: State) -> Optional[Tuple[Tensor, State]]:
-        """Optionally run a whole unpadded sequence ``(T, B, input_size)`` in one fused kernel.
+    fused_takes_lengths: bool = False
+    """Whether :meth:`fused_sequence` also runs padded batches (Elman, GRU, LSTM: packed sequences)."""
+
+    def fused_sequence(self, x: Tensor, state: State, lengths: Optional[Tensor] = None
+                       ) -> Optional[Tuple[Tensor, State]]:
+        """Optionally run a whole sequence ``(T, B, input_size)`` in one fused kernel.
 
         Returns ``(outputs (T, B, H), final state)``, or ``None`` (the default) to let the layer
         loop over :meth:`step`. Only cells whose equations are exactly a fused kernel's (our
-        LSTM is torch's) implement it; the layer uses it when no step is padded and no
-        auxiliary loss is wanted.
+        Elman, GRU and LSTM are torch's) implement it; the layer uses it when no auxiliary loss
+        is wanted and either no step is padded (``lengths`` is ``None``) or the class sets
+        ``fused_takes_lengths``: then ``lengths`` (B,) holds each sequence's real steps, which
+        come first, none empty; outputs at padded steps are zero and each final state is the
+        one after the sequence's last real step, as the step loop gives.
         """
         return None
 

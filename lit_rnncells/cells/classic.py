@@ -11,6 +11,7 @@ from typing import Optional, Set, Tuple, Union
 import torch
 from torch import Tensor
 from torch.nn import functional as F
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from .base import AffineCell
 from .registry import register_cell
@@ -19,22 +20,32 @@ _CPU_AUTOCAST_WITHOUT_FUSED: Set[Tuple[str, torch.dtype]] = {(k, torch.float16) 
 """(kernel, autocast dtype) pairs this machine's CPU has no fused kernel for (float16 never; found on first use)."""
 
 
-def fused_kernel(cell: AffineCell, defined_by: type, kernel: str, x: Tensor,
-                 hx: Union[Tensor, Tuple[Tensor, ...]]) -> Optional[Tuple[Tensor, ...]]:
+def fused_kernel(cell: AffineCell, defined_by: type, kernel: str, x: Tensor, hx: Union[Tensor, Tuple[Tensor, ...]],
+                 lengths: Optional[Tensor] = None) -> Optional[Tuple[Tensor, ...]]:
     """``torch.<kernel>`` (``lstm``, ``gru`` or ``rnn_tanh``: oneDNN or native on CPU, cuDNN on a GPU) over the
-    time-major ``x`` from ``hx``, one layer with ``cell``'s weights read at call time (so DropConnect's dropped
-    copies are used); returns what the kernel returns. ``None``, so the layer loops over the step instead, when
-    ``cell``'s class overrides ``defined_by``'s step (a subclass's own step is not the kernel's), or where CPU
-    autocast's dtype has no such kernel on this machine (bfloat16 has one only on CPUs with bf16 instructions)."""
-    if type(cell).step is not defined_by.step:
+    time-major ``x`` from ``hx`` (``(1, B, H)`` leaves), one layer with ``cell``'s weights read at call time (so
+    DropConnect's dropped copies are used): ``(outputs (T, B, H), *final (1, B, H) leaves)``. With ``lengths``
+    (B,) the batch is padded and runs packed: zero outputs at padded steps, each final state at its sequence's
+    last real step. ``None``, so the layer loops over the step instead, when ``cell``'s step is not
+    ``defined_by``'s (a subclass's or a patched step is not the kernel's), or where CPU autocast's dtype has no
+    such kernel on this machine (bfloat16 has one only on CPUs with bf16 instructions)."""
+    if getattr(cell.step, "__func__", None) is not defined_by.step:
         return None
     cpu_autocast = x.device.type == "cpu" and torch.is_autocast_enabled("cpu")
     key = (kernel, torch.get_autocast_dtype("cpu")) if cpu_autocast else None
     if key in _CPU_AUTOCAST_WITHOUT_FUSED:
         return None
+    params = [cell.weight_ih, cell.weight_hh, cell.bias_ih, cell.bias_hh]
     try:
-        return getattr(torch, kernel)(x, hx, [cell.weight_ih, cell.weight_hh, cell.bias_ih, cell.bias_hh],
-                                      True, 1, 0.0, cell.training, False, False)
+        if lengths is None:
+            return getattr(torch, kernel)(x, hx, params, True, 1, 0.0, cell.training, False, False)
+        packed = pack_padded_sequence(x, lengths.cpu(), enforce_sorted=False)
+        leaves = hx if isinstance(hx, tuple) else (hx,)
+        sorted_hx = tuple(h.index_select(1, packed.sorted_indices) for h in leaves)
+        ran = getattr(torch, kernel)(packed.data, packed.batch_sizes, sorted_hx if isinstance(hx, tuple)
+                                     else sorted_hx[0], params, True, 1, 0.0, cell.training, False)
+        out, _ = pad_packed_sequence(packed._replace(data=ran[0]), total_length=x.shape[0])
+        return (out, *(h.index_select(1, packed.unsorted_indices) for h in ran[1:]))
     except RuntimeError:
         if key is None:
             raise
@@ -57,6 +68,7 @@ class Elman(AffineCell):
 
     compile_on_cpu = False  # a compiled step is slower than eager on CPU (docs/measured.md)
     compile_on_cuda = False  # and on an H200 (3.4x eager's time per step; docs/measured.md, "On a GPU")
+    fused_takes_lengths = True
     gates = 1
 
     def project_input(self, x: Tensor) -> Tensor:
@@ -65,9 +77,10 @@ class Elman(AffineCell):
     def step(self, x_proj_t: Tensor, state: Tensor) -> Tensor:
         return torch.tanh(torch.addmm(x_proj_t, state, self.weight_hh.t()))
 
-    def fused_sequence(self, x: Tensor, state: Tensor) -> Optional[Tuple[Tensor, Tensor]]:
+    def fused_sequence(self, x: Tensor, state: Tensor, lengths: Optional[Tensor] = None
+                       ) -> Optional[Tuple[Tensor, Tensor]]:
         """The same equation through torch's fused tanh RNN (cuDNN on a GPU)."""
-        ran = fused_kernel(self, Elman, "rnn_tanh", x, state.unsqueeze(0))
+        ran = fused_kernel(self, Elman, "rnn_tanh", x, state.unsqueeze(0), lengths)
         return None if ran is None else (ran[0], ran[1][0].to(state.dtype))
 
 
@@ -80,14 +93,16 @@ class GRU(AffineCell):
     """
 
     compile_on_cpu = False  # a compiled step is slower than eager on CPU (docs/measured.md)
+    fused_takes_lengths = True
     gates = 3
 
     def step(self, x_proj_t: Tensor, state: Tensor) -> Tensor:
         return gru_update(x_proj_t, F.linear(state, self.weight_hh, self.bias_hh), state)
 
-    def fused_sequence(self, x: Tensor, state: Tensor) -> Optional[Tuple[Tensor, Tensor]]:
+    def fused_sequence(self, x: Tensor, state: Tensor, lengths: Optional[Tensor] = None
+                       ) -> Optional[Tuple[Tensor, Tensor]]:
         """The same equations through torch's fused GRU (cuDNN on a GPU)."""
-        ran = fused_kernel(self, GRU, "gru", x, state.unsqueeze(0))
+        ran = fused_kernel(self, GRU, "gru", x, state.unsqueeze(0), lengths)
         return None if ran is None else (ran[0], ran[1][0].to(state.dtype))
 
 
@@ -98,6 +113,7 @@ class LSTM(AffineCell):
     c' = f ⊙ c + i ⊙ g, h' = o ⊙ tanh(c'). The state is ``(h, c)``.
     """
 
+    fused_takes_lengths = True
     gates = 4
 
     def project_input(self, x: Tensor) -> Tensor:
@@ -120,14 +136,14 @@ class LSTM(AffineCell):
     def output(self, state: Tuple[Tensor, Tensor]) -> Tensor:
         return state[0]
 
-    def fused_sequence(self, x: Tensor, state: Tuple[Tensor, Tensor]
+    def fused_sequence(self, x: Tensor, state: Tuple[Tensor, Tensor], lengths: Optional[Tensor] = None
                        ) -> Optional[Tuple[Tensor, Tuple[Tensor, Tensor]]]:
         """The same equations through torch's fused LSTM kernel (oneDNN on CPU, cuDNN on GPU).
 
         Reads the weights at call time, so DropConnect's dropped copies are used.
         """
         h0, c0 = state
-        ran = fused_kernel(self, LSTM, "lstm", x, (h0.unsqueeze(0), c0.unsqueeze(0)))
+        ran = fused_kernel(self, LSTM, "lstm", x, (h0.unsqueeze(0), c0.unsqueeze(0)), lengths)
         if ran is None:
             return None
         out, h_n, c_n = ran

@@ -190,7 +190,7 @@ class MultiChannel(RecurrentCell):
         batch = phase.shape[0]
         inner_x, att_x = x_proj_t.split([x_proj_t.shape[-1] - hs, hs], dim=-1)
         # Eq. 2, in the slot order of the next step (see _SlotMix), so the cell's new h needs no rotation.
-        s = _SlotMix.apply(self.mix_weight, self.degree, *history)
+        s = _slot_mix(self.mix_weight, self.degree, history)
         # Eq. 3 for all channels at once. The other leaves (LSTM's c) rotate with the slots:
         # slot i -> i + 1, the block end -> 0.
         leaves: List[Tensor] = [_swap_slots_and_batch(leaf).roll(1, dims=0).flatten(0, 1) for leaf in carried]
@@ -224,6 +224,24 @@ class MultiChannel(RecurrentCell):
 
     def extra_repr(self) -> str:
         return f"{self.input_size}, {self.hidden_size}, block_size={self.block_size}"
+
+
+def _slot_mix(weight: Tensor, degree: Tensor, history: Sequence[Tensor]) -> Tensor:
+    """Eq. 2 for every slot, as :class:`_SlotMix` defines it (same inputs, same result, same summation order).
+
+    Eagerly it is ``_SlotMix``'s one autograd node. While ``torch.compile`` traces the step it is written in
+    plain ops instead, which the compiler differentiates and fuses itself: a custom ``autograd.Function``
+    gains nothing there, and torch 2.11's Dynamo failed an internal assertion tracing this one for CUDA graphs
+    (``reduce-overhead``) on an H200."""
+    if not torch.compiler.is_compiling():
+        return _SlotMix.apply(weight, degree, *history)
+    slots = [_swap_slots_and_batch(h) for h in history]  # (c, B, H) each
+    c, batch, hidden = slots[0].shape
+    s = torch.matmul(slots[0], weight[0].t())
+    for d in range(1, c):  # W_d on the prefix R_d[: c − d], added into slots d … c − 1
+        s = s + F.pad(torch.matmul(slots[d][: c - d], weight[d].t()), (0, 0, 0, 0, d, 0))
+    s = s / degree.to(s.dtype)
+    return s.roll(1, dims=0).reshape(c * batch, hidden)
 
 
 class _SlotMix(torch.autograd.Function):

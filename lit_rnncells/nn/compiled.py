@@ -34,6 +34,7 @@ _reported: Set[str] = set()  # what was said already ("compile time", and each c
 
 MODE_VARIABLE = "LIT_RNNCELLS_COMPILE_MODE"
 MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+CUDA_GRAPH_MODES = ("reduce-overhead", "max-autotune")  # the modes that record the step as CUDA graphs
 
 
 def compile_mode() -> Optional[str]:
@@ -75,14 +76,23 @@ def compiled_step(cell: RecurrentCell) -> StepFn:
         body = _fresh_copy(_step, f"step_{cls.__name__}")
         _CODE[(cls, mode)] = body.__code__
         compiled = torch.compile(body, dynamic=None, mode=mode)
+        graphs = mode in CUDA_GRAPH_MODES
 
-        def fn(cell, x_t, state, mask_t, use_aux, keep_precision, _compiled=compiled):
+        def fn(cell, x_t, state, mask_t, use_aux, keep_precision, _compiled=compiled, _graphs=graphs):
             global _calls
             _calls += 1
             for leaf in (x_t, mask_t, *(state if isinstance(state, tuple) else (state,))):
                 if leaf is not None:
                     torch._dynamo.maybe_mark_dynamic(leaf, 0)
-            return _compiled(cell, x_t, state, mask_t, use_aux, keep_precision)
+            new_state, aux_t = _compiled(cell, x_t, state, mask_t, use_aux, keep_precision)
+            if _graphs and not torch.is_grad_enabled():
+                # Without gradients a CUDA graph replays into the same output memory, so the next step would
+                # overwrite this one's state, which the loop keeps for the outputs (and decoding for its
+                # hypotheses). A copy per step keeps it; training keeps outputs alive for the backward anyway.
+                new_state = tuple(leaf.clone() for leaf in new_state) if isinstance(new_state, tuple) \
+                    else new_state.clone()
+                aux_t = None if aux_t is None else aux_t.clone()
+            return new_state, aux_t
 
         _COMPILED[(cls, mode)] = fn
     return fn

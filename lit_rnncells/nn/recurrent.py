@@ -83,11 +83,22 @@ def _constant_while_training(state: State) -> bool:
     return not any(leaf.requires_grad for leaf in leaves)
 
 
+PACKED_KERNEL_DEVICES: Tuple[str, ...] = ("cuda",)
+"""Device types on which padded batches of Elman, GRU and LSTM run through torch's fused kernel as packed
+sequences (cuDNN's packed kernels), instead of the masked step loop. Measured with ``scripts/bench_cells.py
+--padded``: on an H200 the step loop took 11x ``torch.nn.GRU``'s time on packed input; on CPU the packed kernels
+took 1.6-2.2x the step loop's (docs/measured.md, "Cell speed")."""
+
+
 def run_cell(cell: RecurrentCell, x: Tensor, state: State, mask: Optional[Tensor] = None,
-             want_aux: bool = False, compiled: bool = False) -> Tuple[Tensor, State, Optional[Tensor]]:
+             want_aux: bool = False, compiled: bool = False, lengths: Optional[Tensor] = None
+             ) -> Tuple[Tensor, State, Optional[Tensor]]:
     """Run one cell over a time-major input ``(T, B, input_size)``.
 
-    ``mask`` (T, B) marks real steps; a padded step leaves the state untouched.
+    ``mask`` (T, B) marks real steps; a padded step leaves the state untouched. ``lengths`` (B,), when
+    given, says ``mask`` is each sequence's first ``lengths`` steps, so on a device in
+    :data:`PACKED_KERNEL_DEVICES` a cell's fused kernel may take the padded batch packed
+    (``fused_takes_lengths``; not when a sequence is empty).
     Returns the outputs ``(T, B, H)`` (zero at padded steps), the final state,
     and the summed auxiliary loss over real steps (``None`` unless ``want_aux``
     and the cell has one). With ``compiled`` each step runs through the cell's
@@ -97,8 +108,13 @@ def run_cell(cell: RecurrentCell, x: Tensor, state: State, mask: Optional[Tensor
     # Under mixed precision the matmuls run in half precision, but the state stays in the precision it came
     # in (float32): a half-precision state would lose the small updates of long sequences (fp16 has 10 bits).
     keep_precision = torch.is_autocast_enabled(x.device.type)
-    if mask is None and not use_aux and x.shape[0] > 0:
-        fused = cell.fused_sequence(x, state)
+    if not use_aux and x.shape[0] > 0:
+        fused = None
+        if mask is None:
+            fused = cell.fused_sequence(x, state)
+        elif (lengths is not None and cell.fused_takes_lengths and x.device.type in PACKED_KERNEL_DEVICES
+              and bool((lengths > 0).all())):
+            fused = cell.fused_sequence(x, state, lengths=lengths)
         if fused is not None:
             return fused[0], map_state(_as_dtype_of, fused[1], state) if keep_precision else fused[1], None
     step, step_mask = _step, mask
@@ -260,7 +276,8 @@ class Recurrent(nn.Module):
                 if direction == 1:
                     inp = inp.flip(0) if rev_index is None else _gather_time(inp, rev_index)
                 # reversed within each length, real steps still come first: the same mask applies
-                out, st, aux = run_cell(cell, inp, states[i], mask, want_aux=return_aux, compiled=self.compiled)
+                out, st, aux = run_cell(cell, inp, states[i], mask, want_aux=return_aux, compiled=self.compiled,
+                                        lengths=None if mask is None else lengths)
                 if direction == 1:
                     out = out.flip(0) if rev_index is None else _gather_time(out, rev_index)
                 outs.append(out)
