@@ -187,20 +187,20 @@ def test_cells_marked_eager_on_cpu_do_not_compile_there(monkeypatch) -> None:
 
 
 def test_each_device_follows_its_own_rule(monkeypatch) -> None:
-    """``compile_on_cpu`` decides on CPU, ``compile_on_cuda`` on a CUDA device (Elman stays eager on both, as
-    measured); other devices always compile. Decided from the device alone, so no GPU is needed here (this
+    """``compile_on_cpu`` decides on CPU, ``compile_on_cuda`` on a CUDA device (Elman and GRU stay eager on both,
+    as measured); other devices always compile. Decided from the device alone, so no GPU is needed here (this
     module's fixture lets every cell compile on CPU)."""
-    from lit_rnncells.cells import GRU, Elman, SatMZU
+    from lit_rnncells.cells import CARU, Elman, SatMZU
     from lit_rnncells.nn.compiled import use_compiled
 
-    elman, gru, satmzu = Elman(2, 3), GRU(2, 3), SatMZU(2, 4)
+    elman, caru, satmzu = Elman(2, 3), CARU(2, 3), SatMZU(2, 4)
     cuda, cpu = torch.device("cuda"), torch.device("cpu")
-    assert not use_compiled(elman, cuda) and use_compiled(gru, cuda) and use_compiled(satmzu, cuda)
+    assert not use_compiled(elman, cuda) and use_compiled(caru, cuda) and use_compiled(satmzu, cuda)
     assert use_compiled(elman, cpu)  # the fixture's setting
     monkeypatch.setattr(Elman, "compile_on_cpu", False)
     assert not use_compiled(elman, cpu) and use_compiled(satmzu, cpu)
     assert use_compiled(elman, torch.device("mps"))
-    assert [c.__name__ for c in map(get_cell, available_cells()) if not c.compile_on_cuda] == ["Elman"]
+    assert [c.__name__ for c in map(get_cell, available_cells()) if not c.compile_on_cuda] == ["Elman", "GRU"]
 
 
 def test_compile_mode_comes_from_the_environment_and_keys_the_graphs(monkeypatch) -> None:

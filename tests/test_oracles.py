@@ -203,6 +203,25 @@ def test_padded_batches_take_the_step_loop_on_cpu(name: str):
 
 
 @pytest.mark.parametrize("name", ["LSTM", "GRU", "Elman"])
+def test_fused_kernel_under_autocast_gives_the_step_loops_precision(name: str, monkeypatch):
+    """Under autocast the fused kernel computes in bf16, but its outputs and state come back in the state's
+    float32, as the step loop's do, unpadded and packed alike (a later layer or loss sees one dtype)."""
+    from lit_rnncells.nn import Recurrent, recurrent
+
+    monkeypatch.setattr(recurrent, "PACKED_KERNEL_DEVICES", ("cpu", "cuda"))
+    layer = Recurrent(name, 5, 7, batch_first=True)
+    x = torch.randn(3, 4, 5)
+    kernel = {"LSTM": "lstm", "GRU": "gru", "Elman": "rnn_tanh"}[name]
+    for lengths in (None, torch.tensor([4, 2, 3])):
+        with torch.autocast("cpu", dtype=torch.bfloat16), torch.autograd.profiler.profile() as prof:
+            out, state = layer(x, lengths=lengths)
+        if not any(e.name == f"aten::{kernel}" for e in prof.function_events):
+            pytest.skip(f"this CPU has no bf16 {kernel} kernel, so the step loop ran")
+        assert out.dtype == torch.float32
+        assert all(leaf.dtype == torch.float32 for leaf in (state if isinstance(state, tuple) else (state,)))
+
+
+@pytest.mark.parametrize("name", ["LSTM", "GRU", "Elman"])
 def test_a_subclass_with_its_own_step_does_not_run_the_fused_kernel(name: str):
     """A user's subclass of a fused cell that changes ``step`` gets its step, not torch's kernel."""
     from lit_rnncells.cells import get_cell

@@ -93,6 +93,9 @@ class GRU(AffineCell):
     """
 
     compile_on_cpu = False  # a compiled step is slower than eager on CPU (docs/measured.md)
+    # On CUDA its sequences run cuDNN, padded or not; the step runs only in decoders, where compiled it decoded at
+    # 1.10-1.17x eager's time on an H200 (docs/measured.md, "On a GPU").
+    compile_on_cuda = False
     fused_takes_lengths = True
     gates = 3
 

@@ -116,7 +116,10 @@ def run_cell(cell: RecurrentCell, x: Tensor, state: State, mask: Optional[Tensor
               and bool((lengths > 0).all())):
             fused = cell.fused_sequence(x, state, lengths=lengths)
         if fused is not None:
-            return fused[0], map_state(_as_dtype_of, fused[1], state) if keep_precision else fused[1], None
+            if not keep_precision:
+                return fused[0], fused[1], None
+            # As from the step loop: outputs and state in the state's precision, not the kernel's half precision.
+            return _as_dtype_of(fused[0], cell.output(state)), map_state(_as_dtype_of, fused[1], state), None
     step, step_mask = _step, mask
     compiled = compiled and x.shape[0] > 0 and use_compiled(cell, x.device)
     if compiled:
