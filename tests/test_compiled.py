@@ -318,3 +318,20 @@ def test_the_compile_time_is_said_once_and_an_eager_step_is_named_not_timed(monk
         layer(x, lengths=torch.tensor([3, 1]))
     out = capsys.readouterr().out
     assert out.count("compiled the recurrent step in") == 1 and "keeps its eager step" not in out
+
+
+@pytest.mark.parametrize("mode, padded, said", [("reduce-overhead", True, True), ("reduce-overhead", False, False),
+                                                ("default", True, False)])
+def test_cuda_graphs_on_padded_batches_are_advised_against_once(mode, padded, said, monkeypatch, capsys) -> None:
+    """CUDA graphs record per sequence length, so a padded task hears once that they suit fixed-length batches.
+    Decided from the device type alone, so no GPU is needed here; the forward itself does not run."""
+    from lit_rnncells.cells import SatMZU
+    from lit_rnncells.nn import compiled
+
+    monkeypatch.setattr(compiled, "_reported", {"compile time"})
+    monkeypatch.setenv(compiled.MODE_VARIABLE, mode)
+    for _ in range(2):
+        compiled.report_compiled_forward([SatMZU(2, 4)], torch.device("cuda"), 1.0, ran_compiled=True, padded=padded)
+    compiled.report_compiled_forward([SatMZU(2, 4)], torch.device("cpu"), 1.0, ran_compiled=True, padded=True)
+    out = capsys.readouterr().out
+    assert out.count("records CUDA graphs for each sequence length") == (1 if said else 0), out

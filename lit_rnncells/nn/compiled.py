@@ -113,14 +113,20 @@ def compiled_calls() -> int:
 
 
 def report_compiled_forward(cells: Iterable[RecurrentCell], device: torch.device, seconds: float,
-                            ran_compiled: bool) -> None:
+                            ran_compiled: bool, padded: bool = False) -> None:
     """Print, once per process, how long the first forward that ran a compiled step took (mostly compiling);
-    and once per cell class whose step stays eager on ``device`` (``compile_on_cpu`` or ``compile_on_cuda`` False),
-    that it does."""
+    once per cell class whose step stays eager on ``device`` (``compile_on_cpu`` or ``compile_on_cuda`` False),
+    that it does; and once, when CUDA graphs ran a padded batch, that they suit fixed-length batches only."""
     if ran_compiled and "compile time" not in _reported:
         _reported.add("compile time")
         print(f"lit_rnncells: compiled the recurrent step in {seconds:.1f} s (first forward; the backward compiles "
               "on its first call; torch's compiler cache makes later runs faster)", flush=True)
+    if ran_compiled and padded and device.type == "cuda" and "padded graphs" not in _reported \
+            and compile_mode() in CUDA_GRAPH_MODES:
+        _reported.add("padded graphs")
+        print(f"lit_rnncells: {MODE_VARIABLE}={compile_mode()} records CUDA graphs for each sequence length, and this "
+              "task's batches are padded: lengths that vary between batches keep it recording (a Multi30k fit ran 6x "
+              f"slower than eager); unset {MODE_VARIABLE} for this task (docs/measured.md, \"On a GPU\")", flush=True)
     for cell in cells:
         name = type(cell).__name__
         if not use_compiled(cell, device) and name not in _reported:

@@ -240,7 +240,8 @@ class Recurrent(nn.Module):
             return self._forward(x, state, lengths, return_aux)
         started, calls = time.perf_counter(), compiled_calls()
         result = self._forward(x, state, lengths, return_aux)
-        report_compiled_forward(self.cells, x.device, time.perf_counter() - started, compiled_calls() > calls)
+        report_compiled_forward(self.cells, x.device, time.perf_counter() - started, compiled_calls() > calls,
+                                padded=lengths is not None)
         return result
 
     def _forward(self, x: Tensor, state: Optional[State], lengths: Optional[Tensor], return_aux: bool):
