@@ -16,7 +16,8 @@ skipped.
     python scripts/bench_cells.py --skip-mzu --skip-mcrnn
     python scripts/bench_cells.py --quick         # tiny sizes, checks the script runs
     python scripts/bench_cells.py --padded --cells GRU LSTM Elman CARU   # padded: our step loop vs torch packed
-    python scripts/bench_cells.py --padded --device cuda --cells GRU LSTM Elman CARU   # the same against cuDNN
+    python scripts/bench_cells.py --padded --device cuda --cells GRU LSTM Elman CARU   # against cuDNN (our GRU,
+                                                        # LSTM, Elman run cuDNN's packed kernels there too)
     python scripts/bench_cells.py --compile       # only compiled ÷ eager per cell, B32 and B4 (T100 I128 H256)
     python scripts/bench_cells.py --compile --quick
     python scripts/bench_cells.py --compile --parameter-gradients   # where the step's time goes
@@ -299,8 +300,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--skip-mcrnn", action="store_true")
     parser.add_argument("--system-malloc", action="store_true", help=SYSTEM_MALLOC_HELP)
     parser.add_argument("--padded", action="store_true",
-                        help="padded batches (lengths T/2..T: our cells step with a mask, torch's modules get "
-                             "a packed sequence); no MZU/MC-RNN sections")
+                        help="padded batches (lengths T/2..T: our cells step with a mask, except GRU, LSTM and "
+                             "Elman on CUDA, which run packed; torch's modules get a packed sequence); no MZU/MC-RNN "
+                             "sections")
     parser.add_argument("--device", default="cpu",
                         help="cpu or cuda, for the cell tables (with --padded: against cuDNN's packed kernels); "
                              "no MZU/MC-RNN sections on a GPU (scripts/bench_gpu.py has them)")

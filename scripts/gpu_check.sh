@@ -7,14 +7,16 @@
 #   cells-graphs  the same as CUDA graphs (LIT_RNNCELLS_COMPILE_MODE=reduce-overhead)
 #   scan          scripts/bench_scan.py: the whole time loop compiled with torch's scan, beside the eager loop
 #                 and the compiled step
-#   padded        scripts/bench_cells.py --padded: our masked step loop on padded batches beside torch.nn.GRU /
-#                 LSTM given them packed (cuDNN's packed kernels)
+#   padded        scripts/bench_cells.py --padded: our layer on padded batches (GRU, LSTM, Elman: cuDNN's packed
+#                 kernels; CARU: the masked step loop) beside torch.nn.GRU / LSTM given them packed
 #   fits, fits-graphs      scripts/bench_compile_tasks.py (end-to-end fits), both modes   } with
 #   decode, decode-graphs  scripts/bench_compile_decode.py (greedy and beam 5), both modes } LIT_RNNCELLS_DATA set
 # Each output is kept in OUT_DIR, which must be new.
 #
 #   bash scripts/gpu_check.sh [OUT_DIR [STAGE ...]]    # default: gpu_check-<date>-<time>, every stage
 #   bash scripts/gpu_check.sh run1 tests cells scan    # some stages (e.g. to fit a time limit per command)
+#   GPU_CHECK_STAGE_SECONDS=120 bash scripts/gpu_check.sh run2   # stop each stage after 120 s (its output so far
+#                                                                # is kept; a lent machine's time is short)
 #
 # docs/measured.md, "On a GPU", holds the last run's tables.
 set -u -o pipefail
@@ -28,6 +30,11 @@ for stage in $wanted; do
     *) echo "error: unknown stage '$stage'; pick from: $STAGES." >&2; exit 2 ;;
   esac
 done
+limit="${GPU_CHECK_STAGE_SECONDS:-}"
+if [ -n "$limit" ] && ! [[ "$limit" =~ ^[1-9][0-9]*$ ]]; then
+  echo "error: GPU_CHECK_STAGE_SECONDS='$limit' is not a whole number of seconds; set it to e.g. 120, or unset it for no limit." >&2
+  exit 2
+fi
 if [ -e "$out" ] && [ -n "$(ls -A "$out" 2>/dev/null)" ]; then
   echo "error: $out already holds files; name a new folder (bash scripts/gpu_check.sh <new folder>)." >&2
   exit 2
@@ -62,6 +69,7 @@ for stage in $wanted; do
       fi ;;
   esac
   echo "gpu_check: $stage: $cmd"
+  if [ -n "$limit" ]; then cmd="timeout $limit $cmd"; fi
   $cmd 2>&1 | tee "$out/$stage.txt" || status=1
 done
 echo "gpu_check: outputs in $out (exit $status)"

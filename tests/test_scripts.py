@@ -216,3 +216,11 @@ def test_gpu_check_names_an_unknown_stage_before_anything_runs(tmp_path):
     assert result.returncode == 2 and result.stderr.startswith("error: unknown stage 'cell'; pick from: tests cells")
     assert "padded" in result.stderr
     assert result.stderr.count("\n") == 1 and not (tmp_path / "new").exists()
+
+
+def test_gpu_check_names_a_bad_stage_limit_before_anything_runs(tmp_path):
+    result = subprocess.run(["bash", "scripts/gpu_check.sh", str(tmp_path / "new"), "tests"], cwd=ROOT,
+                            capture_output=True, text=True, timeout=60,
+                            env={**os.environ, "GPU_CHECK_STAGE_SECONDS": "2m"})
+    assert result.returncode == 2 and result.stderr.startswith("error: GPU_CHECK_STAGE_SECONDS='2m' is not a whole")
+    assert result.stderr.count("\n") == 1 and not (tmp_path / "new").exists()
