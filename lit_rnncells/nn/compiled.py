@@ -71,7 +71,7 @@ def compiled_step(cell: RecurrentCell) -> StepFn:
     mode = compile_mode()
     fn = _COMPILED.get((cls, mode))
     if fn is None:
-        from .recurrent import _step
+        from .recurrent import _step, map_state
 
         body = _fresh_copy(_step, f"step_{cls.__name__}")
         _CODE[(cls, mode)] = body.__code__
@@ -89,8 +89,7 @@ def compiled_step(cell: RecurrentCell) -> StepFn:
                 # Without gradients a CUDA graph replays into the same output memory, so the next step would
                 # overwrite this one's state, which the loop keeps for the outputs (and decoding for its
                 # hypotheses). A copy per step keeps it; training keeps outputs alive for the backward anyway.
-                new_state = tuple(leaf.clone() for leaf in new_state) if isinstance(new_state, tuple) \
-                    else new_state.clone()
+                new_state = map_state(torch.clone, new_state)
                 aux_t = None if aux_t is None else aux_t.clone()
             return new_state, aux_t
 
