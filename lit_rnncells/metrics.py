@@ -4,9 +4,15 @@
   default 13a tokenisation, and its signature (Post 2018, "A Call for Clarity in Reporting BLEU").
 * :func:`tokenized_bleu_corpus`: BLEU on the whitespace tokens as given (sacreBLEU ``tokenize="none"``), the
   "tokenised BLEU" the IWSLT14 / Gigaword papers report on Moses / PTB-tokenised text (multi-bleu.perl style).
-* :func:`rouge_corpus`: ROUGE-1/2/L (Lin 2004) F1, recall and precision × 100 with Google's ``rouge-score``
-  (Porter stemming, as in Rush et al. 2015's ROUGE-1.5.5 ``-m`` runs), averaged over sentences; optionally on
-  the first ``max_bytes`` bytes of hypothesis and references (ROUGE-1.5.5 ``-b 75``, the DUC-2004 task 1 rule).
+* :func:`rouge_corpus`: ROUGE-1/2/L (Lin 2004) F1, recall and precision × 100, averaged over documents;
+  optionally on the first ``max_bytes`` bytes of hypothesis and references (ROUGE-1.5.5 ``-b 75``, the DUC-2004
+  task 1 rule). Two ways to score several references (``multiref``):
+
+  - ``"pooled"``: ROUGE-1.5.5's default ``-f A`` (:mod:`lit_rnncells.rouge155`): hits and reference n-grams
+    summed over all references of a document, as the published DUC-2004 tables (``-m -b 75 -n 2``) score;
+  - ``"best"``: Google's ``rouge-score`` (Porter stemming) against each reference, keeping per metric the
+    reference with the best F1 (its ``score_multi``); recall and precision are that reference's. With several
+    references its recall is far above the pooled one (the most similar reference is picked per document).
 
 References: one string per hypothesis, or a sequence of strings per hypothesis (several references, as
 DUC-2004's four). BLEU uses every reference (sacreBLEU's reference streams; a hypothesis with fewer
@@ -22,6 +28,8 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 Reference = Union[str, Sequence[str]]
+MULTIREF_MODES = ("pooled", "best")
+"""How ROUGE scores a document with several references: ROUGE-1.5.5's ``-f A``, or the best-F1 reference."""
 """The reference(s) of one hypothesis: a string, or a sequence of strings."""
 
 ROUGE_KEYS = ("rouge1", "rouge2", "rougeL")
@@ -92,23 +100,40 @@ def _package_version(name: str) -> str:
         return "unknown"
 
 
-def rouge_signature(nrefs: str, stemmer: bool = True, max_bytes: Optional[int] = None) -> str:
-    """The description printed and logged with ROUGE scores (sacreBLEU's ``key:value|...`` style)."""
+def rouge_signature(nrefs: str, stemmer: bool = True, max_bytes: Optional[int] = None,
+                    multiref: str = "best") -> str:
+    """The description printed and logged with ROUGE scores (sacreBLEU's ``key:value|...`` style): the
+    references, how several are combined, stemming, truncation, averaging and the implementation."""
+    trunc = f"trunc:{f'{max_bytes}bytes' if max_bytes is not None else 'none'}"
+    if multiref == "pooled":
+        return "|".join([f"nrefs:{nrefs}", "multiref:pooled(rouge-1.5.5 -f A)",
+                         f"stem:{'porter+wordnet' if stemmer else 'none'}", trunc, "avg:document",
+                         "impl:lit_rnncells.rouge155"])
     return "|".join([f"nrefs:{nrefs}", "multiref:best-f1-per-metric", f"stem:{'porter' if stemmer else 'none'}",
-                     f"trunc:{f'{max_bytes}bytes' if max_bytes is not None else 'none'}", "avg:sentence",
-                     f"rouge-score:{_package_version('rouge-score')}"])
+                     trunc, "avg:sentence", f"rouge-score:{_package_version('rouge-score')}"])
 
 
 def rouge_corpus(hyps: Sequence[str], refs: Sequence[Reference], stemmer: bool = True,
-                 max_bytes: Optional[int] = None) -> Tuple[Dict[str, float], str]:
-    """Mean sentence ROUGE-1/2/L × 100 and the signature. Keys ``rouge1``, ``rouge2``, ``rougeL`` are F1;
-    ``<key>_recall`` and ``<key>_precision`` the recall and precision of the same (best-F1) reference.
-    ``max_bytes`` truncates hypotheses and references alike before scoring (ROUGE-1.5.5 ``-b``)."""
-    from rouge_score import rouge_scorer
-
+                 max_bytes: Optional[int] = None, multiref: str = "best") -> Tuple[Dict[str, float], str]:
+    """Mean per-document ROUGE-1/2/L × 100 and the signature. Keys ``rouge1``, ``rouge2``, ``rougeL`` are F1;
+    ``<key>_recall`` and ``<key>_precision`` recall and precision. ``max_bytes`` truncates hypotheses and
+    references alike before scoring (ROUGE-1.5.5 ``-b``). ``multiref``: ``"pooled"`` (ROUGE-1.5.5 ``-f A``,
+    every reference counted) or ``"best"`` (the reference with the best F1, per metric)."""
     lists = _check(hyps, refs)
     if max_bytes is not None and max_bytes < 1:
         raise ValueError(f"max_bytes must be a positive number of bytes (75 for DUC-2004), got {max_bytes}.")
+    if multiref not in MULTIREF_MODES:
+        raise ValueError(f"Unknown ROUGE multiref {multiref!r}; use 'pooled' (ROUGE-1.5.5 -f A, every reference "
+                         "counted) or 'best' (the best-F1 reference).")
+    counts = {len(g) for g in lists}
+    nrefs = str(counts.pop()) if len(counts) == 1 else "var"
+    signature = rouge_signature(nrefs, stemmer, max_bytes, multiref)
+    if multiref == "pooled":
+        from .rouge155 import pooled_rouge
+
+        return pooled_rouge(hyps, lists, max_bytes=max_bytes, stem=stemmer), signature
+    from rouge_score import rouge_scorer
+
     scorer = rouge_scorer.RougeScorer(list(ROUGE_KEYS), use_stemmer=stemmer)
     totals = {f"{k}{part}": 0.0 for k in ROUGE_KEYS for part in ("", "_recall", "_precision")}
     for hyp, group in zip(hyps, lists):
@@ -117,9 +142,7 @@ def rouge_corpus(hyps: Sequence[str], refs: Sequence[Reference], stemmer: bool =
             totals[k] += scores[k].fmeasure
             totals[f"{k}_recall"] += scores[k].recall
             totals[f"{k}_precision"] += scores[k].precision
-    counts = {len(g) for g in lists}
-    nrefs = str(counts.pop()) if len(counts) == 1 else "var"
-    return {k: 100.0 * v / len(hyps) for k, v in totals.items()}, rouge_signature(nrefs, stemmer, max_bytes)
+    return {k: 100.0 * v / len(hyps) for k, v in totals.items()}, signature
 
 
 def rouge_f1(hyps: Sequence[str], refs: Sequence[Reference], stemmer: bool = True) -> Dict[str, float]:

@@ -366,6 +366,12 @@ def test_a_negative_rouge_truncation(workdir, capsys):
                  "rouge_max_bytes must be a number of bytes")
 
 
+def test_an_unknown_multi_reference_rouge(workdir, capsys):
+    folder = write_parallel(workdir / "par")
+    expect_error(capsys, workdir, ["fit", *parallel_args(folder), "--model.init_args.rouge_multiref", "average"],
+                 "rouge_multiref must be 'pooled'", "'best'")
+
+
 # --- classification -------------------------------------------------------------------------------------------
 def absa_args(folder: Path) -> List[str]:
     return ["--config", ABSA, *QUIET, "--data.init_args.data_dir", str(folder), "--trainer.max_steps", "1",

@@ -95,8 +95,8 @@ def test_a_gigaword_model_on_duc2004_scores_four_references_on_75_bytes(gigaword
     out = capsys.readouterr().out
     scores = printed_metrics(out)
     signature = next(line for line in out.splitlines() if line.startswith("signature rouge: "))
-    assert "nrefs:4" in signature and "trunc:75bytes" in signature and "best-f1-per-metric" in signature
-    direct, _ = rouge_corpus(hyps, list(zip(*references)), max_bytes=75)
+    assert "nrefs:4" in signature and "trunc:75bytes" in signature and "multiref:pooled(rouge-1.5.5 -f A)" in signature
+    direct, _ = rouge_corpus(hyps, list(zip(*references)), max_bytes=75, multiref="pooled")
     assert direct["rouge1_recall"] > 0 and direct["rouge2"] > 0
     for key in ("rouge1", "rouge2", "rougeL", "rouge1_recall", "rouge1_precision", "rouge2_recall", "rougeL_recall"):
         assert scores[key] == pytest.approx(direct[key], rel=1e-3, abs=1e-3), key
@@ -104,9 +104,17 @@ def test_a_gigaword_model_on_duc2004_scores_four_references_on_75_bytes(gigaword
     capsys.readouterr()  # rouge_max_bytes 0: the whole texts
     assert run(["test", *args, "--model.init_args.rouge_max_bytes", "0"]) == 0
     out = capsys.readouterr().out
-    whole, _ = rouge_corpus(hyps, list(zip(*references)))
+    whole, _ = rouge_corpus(hyps, list(zip(*references)), multiref="pooled")
     assert printed_metrics(out)["rouge1_recall"] == pytest.approx(whole["rouge1_recall"], rel=1e-3, abs=1e-3)
     assert "trunc:none" in out and whole["rouge1_recall"] != pytest.approx(direct["rouge1_recall"], rel=1e-2)
+
+    capsys.readouterr()  # the best reference per metric (rouge-score), on request
+    assert run(["test", *args, "--model.init_args.rouge_multiref", "best"]) == 0
+    out = capsys.readouterr().out
+    best, _ = rouge_corpus(hyps, list(zip(*references)), max_bytes=75, multiref="best")
+    assert "multiref:best-f1-per-metric" in out and "trunc:75bytes" in out
+    assert printed_metrics(out)["rouge1_recall"] == pytest.approx(best["rouge1_recall"], rel=1e-3, abs=1e-3)
+    assert best["rouge1_recall"] > direct["rouge1_recall"] + 1  # the best of four is well above the pooled recall
 
 
 def test_the_duc2004_reader_uses_every_reference_file(gigaword_checkpoint, tmp_path):

@@ -240,7 +240,7 @@ def test_several_references_per_example_are_all_scored_and_signed() -> None:
     scores = model.score_records(records)
     assert scores["sacrebleu"] == pytest.approx(metrics.sacrebleu_corpus(hyps_text, refs_text)[0])
     assert scores["tok_bleu"] == pytest.approx(metrics.tokenized_bleu(hyps_corpus, refs_corpus))
-    rouge, signature = metrics.rouge_corpus(hyps_corpus, refs_corpus)
+    rouge, signature = metrics.rouge_corpus(hyps_corpus, refs_corpus, multiref="pooled")  # several: ROUGE-1.5.5 -f A
     assert {k: scores[k] for k in rouge} == pytest.approx(rouge) and "rouge2_recall" in scores
     assert set(model.metric_signatures) == {"sacrebleu", "tok_bleu", "rouge"}
     assert all("nrefs:2" in sig for sig in model.metric_signatures.values())
@@ -249,7 +249,7 @@ def test_several_references_per_example_are_all_scored_and_signed() -> None:
     model.data_rouge_max_bytes = 10
     assert model.rouge_truncation == 10
     assert model.score_records(records)["rouge1"] == pytest.approx(
-        metrics.rouge_corpus(hyps_corpus, refs_corpus, max_bytes=10)[0]["rouge1"])
+        metrics.rouge_corpus(hyps_corpus, refs_corpus, max_bytes=10, multiref="pooled")[0]["rouge1"])
     assert "trunc:10bytes" in model.metric_signatures["rouge"]
     model.configure_decoding(rouge_max_bytes=0)
     assert model.rouge_truncation is None
@@ -257,6 +257,32 @@ def test_several_references_per_example_are_all_scored_and_signed() -> None:
     assert model.rouge_truncation == 20
     with pytest.raises(ValueError, match="rouge_max_bytes must be a number of bytes"):
         model.configure_decoding(rouge_max_bytes=-1)
+
+
+def test_several_references_are_pooled_unless_the_best_reference_is_asked_for() -> None:
+    from lit_rnncells import metrics
+
+    model = make(eval_metrics=["rouge"])
+    hyps = ["the cat sat on the mat", "dogs run in the park"]
+    refs = [("the cat sat on a mat", "a cat is sitting"), ("dogs run", "the dogs are running in a park")]
+    records = [(i, hyps[i], hyps[i], refs[i], refs[i]) for i in range(2)]
+    pooled = metrics.rouge_corpus(hyps, refs, multiref="pooled")[0]
+    best = metrics.rouge_corpus(hyps, refs, multiref="best")[0]
+    assert best["rouge1_recall"] > pooled["rouge1_recall"] + 5  # the two protocols differ a lot here
+    assert model.score_records(records)["rouge1_recall"] == pytest.approx(pooled["rouge1_recall"])
+    assert "multiref:pooled(rouge-1.5.5 -f A)" in model.metric_signatures["rouge"]
+    single = [(i, hyps[i], hyps[i], (refs[i][0],), (refs[i][0],)) for i in range(2)]  # one reference: rouge-score
+    assert model.score_records(single)["rouge1"] == pytest.approx(
+        metrics.rouge_corpus(hyps, [r[0] for r in refs])[0]["rouge1"])
+    assert "multiref:best-f1-per-metric" in model.metric_signatures["rouge"]
+    model.data_rouge_multiref = "pooled"  # the data's standard (DUC-2004) applies even to one reference
+    model.score_records(single)
+    assert "multiref:pooled" in model.metric_signatures["rouge"]
+    model.configure_decoding(rouge_multiref="best")  # the option overrides both
+    assert model.score_records(records)["rouge1_recall"] == pytest.approx(best["rouge1_recall"])
+    assert "multiref:best-f1-per-metric" in model.metric_signatures["rouge"]
+    with pytest.raises(ValueError, match="rouge_multiref must be 'pooled'"):
+        model.configure_decoding(rouge_multiref="average")
 
 
 def test_bad_arguments_fail_at_construction() -> None:

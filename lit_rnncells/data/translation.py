@@ -77,6 +77,8 @@ TEST_ONLY = {"duc2004": "gigaword"}
 """Test sets with no training or validation split, and the dataset their models are trained on."""
 ROUGE_MAX_BYTES = {"duc2004": 75}
 """The standard truncation of ROUGE on a dataset (ROUGE-1.5.5 ``-b``): DUC-2004 scores the first 75 bytes."""
+ROUGE_MULTIREF = {"duc2004": "pooled"}
+"""The standard multi-reference ROUGE of a dataset: DUC-2004's tables pool all four (ROUGE-1.5.5 ``-f A``)."""
 HUB_IDS = {"multi30k": "bentrevett/multi30k", "iwslt17": "IWSLT/iwslt2017", "gigaword": "Harvard/gigaword"}
 LOCAL_ONLY = {"iwslt14"}  # named datasets no hub repo reproduces
 HUB_SPLITS = {"train": "train", "valid": "validation", "test": "test"}
@@ -302,6 +304,12 @@ class TranslationDataModule(SplitCheckMixin, ResumableBatchesMixin, LightningDat
     def rouge_max_bytes(self) -> Optional[int]:
         """The dataset's standard ROUGE truncation in bytes (75 for DUC-2004), read by the task; None: none."""
         return ROUGE_MAX_BYTES.get(self.dataset)
+
+    @property
+    def rouge_multiref(self) -> Optional[str]:
+        """The dataset's standard multi-reference ROUGE (``pooled`` for DUC-2004), read by the task; None: the
+        task's default."""
+        return ROUGE_MULTIREF.get(self.dataset)
 
     def _split_source(self, split: str) -> Tuple[Dict[str, Any], Any]:
         """The cache key part describing a split's inputs, and a loader of its (source, target, names)."""

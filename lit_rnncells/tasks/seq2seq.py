@@ -46,10 +46,10 @@ from ..nn.recurrent import Recurrent, map_state
 from .base import CellSpec, RecurrentTask, cell_config, resolve_cell
 
 EVAL_METRICS = ("sacrebleu", "tok_bleu", "rouge")
-SIGNATURE_LABELS = {"sacrebleu": "sacreBLEU", "tok_bleu": "tokenised BLEU (sacreBLEU)", "rouge": "ROUGE (rouge-score)"}
+SIGNATURE_LABELS = {"sacrebleu": "sacreBLEU", "tok_bleu": "tokenised BLEU (sacreBLEU)", "rouge": "ROUGE"}
 DECODING_OPTIONS = ("beam_size", "val_beam_size", "n_best", "length_penalty", "length_penalty_alpha", "min_length",
                     "max_length_a", "max_length_b", "no_repeat_ngram_size", "ban_unk", "eval_metrics",
-                    "rouge_max_bytes")
+                    "rouge_max_bytes", "rouge_multiref")
 """Inference settings, not part of the model: kept out of the checkpoint's hparams, so the config (or
 ``--model.init_args.beam_size`` etc.) given to ``test`` / ``predict`` applies to a trained checkpoint."""
 Record = Tuple[int, str, str, Tuple[str, ...], Tuple[str, ...]]
@@ -109,6 +109,10 @@ class Seq2Seq(RecurrentTask):
             loss only, no decoding.
         rouge_max_bytes: score ROUGE on the first N bytes of hypothesis and references (ROUGE-1.5.5 ``-b N``);
             ``None`` (default): the data's standard (75 for ``duc2004``, none otherwise); 0: never truncate.
+        rouge_multiref: how ROUGE scores an example with several references: ``pooled`` (ROUGE-1.5.5's ``-f A``,
+            hits and reference n-grams summed over all references, the published DUC-2004 protocol) or ``best``
+            (``rouge-score``'s best-F1 reference per metric); ``None`` (default): the data's standard (``pooled``
+            for ``duc2004``), else ``pooled`` when examples have several references and ``best`` with one.
     """
 
     def __init__(self, cell: CellSpec = "GRU", encoder_cell: Optional[CellSpec] = None,
@@ -127,7 +131,7 @@ class Seq2Seq(RecurrentTask):
                  n_best: int = 1, length_penalty: str = "gnmt", length_penalty_alpha: float = 0.6,
                  min_length: int = 0, max_length_a: float = 1.5, max_length_b: int = 10,
                  no_repeat_ngram_size: int = 0, ban_unk: bool = False, eval_metrics: Optional[List[str]] = None,
-                 rouge_max_bytes: Optional[int] = None,
+                 rouge_max_bytes: Optional[int] = None, rouge_multiref: Optional[str] = None,
                  optimizer: OptimizerCallable = torch.optim.Adam,
                  lr_scheduler: Optional[LRSchedulerCallable] = None, scheduler_monitor: str = "val/loss",
                  compile: bool = False) -> None:
@@ -181,7 +185,7 @@ class Seq2Seq(RecurrentTask):
                                 min_length=min_length, max_length_a=max_length_a, max_length_b=max_length_b,
                                 no_repeat_ngram_size=no_repeat_ngram_size, ban_unk=ban_unk,
                                 eval_metrics=["sacrebleu"] if eval_metrics is None else eval_metrics,
-                                rouge_max_bytes=rouge_max_bytes)
+                                rouge_max_bytes=rouge_max_bytes, rouge_multiref=rouge_multiref)
         enc_factory = self.cell_factory if encoder_cell is None else resolve_cell(encoder_cell)
         dec_factory = self.cell_factory if decoder_cell is None else resolve_cell(decoder_cell)
         memory_size = 2 * encoder_hidden_size
@@ -227,6 +231,7 @@ class Seq2Seq(RecurrentTask):
         self._eval_sums: Optional[Tensor] = None
         self._records: List[Record] = []
         self.data_rouge_max_bytes: Optional[int] = None  # the DataModule's standard truncation (setup)
+        self.data_rouge_multiref: Optional[str] = None  # the DataModule's standard multi-reference ROUGE (setup)
         self.metric_signatures: Dict[str, str] = {}  # what the last scoring used, by metric name
         self._signatures_logged: set = set()
 
@@ -247,6 +252,10 @@ class Seq2Seq(RecurrentTask):
         if max_bytes is not None and (isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 0):
             raise ValueError(f"rouge_max_bytes must be a number of bytes (75 for DUC-2004), 0 for no truncation or "
                              f"null for the data's standard, got {max_bytes!r}.")
+        if current.get("rouge_multiref") not in (None, "pooled", "best"):
+            raise ValueError(f"rouge_multiref must be 'pooled' (ROUGE-1.5.5 -f A, every reference counted), 'best' "
+                             f"(the best-F1 reference) or null for the data's standard, got "
+                             f"{current['rouge_multiref']!r}.")
         shared = dict(length_penalty=current["length_penalty"], alpha=current["length_penalty_alpha"],
                       min_length=current["min_length"], max_length_a=current["max_length_a"],
                       max_length_b=current["max_length_b"], no_repeat_ngram_size=current["no_repeat_ngram_size"],
@@ -283,6 +292,7 @@ class Seq2Seq(RecurrentTask):
         if getattr(dm, "target_tokenizer", None) is not None:
             self.set_tokenizers(getattr(dm, "source_tokenizer", None), dm.target_tokenizer)
         self.data_rouge_max_bytes = getattr(dm, "rouge_max_bytes", None)
+        self.data_rouge_multiref = getattr(dm, "rouge_multiref", None)
 
     # --- encoder ---------------------------------------------------------------------------
     def _encode(self, source: Tensor, source_lengths: Tensor, want_aux: bool) -> Tuple[EncoderOutput, Tensor]:
@@ -507,6 +517,14 @@ class Seq2Seq(RecurrentTask):
         chosen = self.data_rouge_max_bytes if chosen is None else chosen
         return chosen or None
 
+    def rouge_multiref(self, references: List[Any]) -> str:
+        """How ROUGE combines several references: ``rouge_multiref``, else the data's standard, else ``pooled``
+        (ROUGE-1.5.5 ``-f A``) when an example has several references and ``best`` with one (the same then)."""
+        chosen = self.decoding.get("rouge_multiref") or self.data_rouge_multiref
+        if chosen is None:
+            chosen = "pooled" if any(not isinstance(r, str) and len(r) > 1 for r in references) else "best"
+        return chosen
+
     def score_records(self, records: List[Record]) -> Dict[str, float]:
         """The configured metrics of (index, hyp corpus form, hyp detokenised, refs, refs detokenised) records
         (a single reference may be given as a string). Each metric's signature goes to
@@ -525,7 +543,8 @@ class Seq2Seq(RecurrentTask):
                 scores["tok_bleu"], signatures["tok_bleu"] = metrics.tokenized_bleu_corpus(hyp_corpus, ref_corpus)
             else:
                 rouge, signatures["rouge"] = metrics.rouge_corpus(hyp_corpus, ref_corpus,
-                                                                  max_bytes=self.rouge_truncation)
+                                                                  max_bytes=self.rouge_truncation,
+                                                                  multiref=self.rouge_multiref(ref_corpus))
                 scores.update(rouge)
         self.metric_signatures = signatures
         self._announce_signatures(signatures)
