@@ -27,7 +27,7 @@ from .data.checkpoint_state import read_checkpoint
 from .errors import user_message
 from .progress import LineProgress, wants_line_progress
 from .quiet import quiet_known_noise, quiet_mid_epoch_resume_warning
-from .start_checks import check_accelerator, check_output_paths, report_start
+from .start_checks import check_accelerator, check_output_paths, check_predict_output, report_start
 from . import run_folder as _run_folder
 from .tasks.base import RecurrentTask
 
@@ -186,6 +186,8 @@ class LitRNNCellsCLI(LightningCLI):
             config["verbose"] = False  # we print the metrics ourselves, rounded (after_test / after_validate)
         if self.subcommand == "predict" and not config.get("predict_output") and trainer is not None:
             trainer["enable_progress_bar"] = False  # predictions go to stdout: keep it clean for pipes
+        if self.subcommand == "predict":
+            check_predict_output(config)
         if self.subcommand == "predict" and not ckpt_path and not config.get("untrained"):
             raise ValueError("predict needs a trained model: pass --ckpt_path <checkpoint.ckpt> (fit prints where it "
                              "saved its checkpoints), or --untrained true to predict with random weights.")

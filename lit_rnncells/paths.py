@@ -2,8 +2,9 @@
 mistake is one sentence naming the path (not a traceback from deep inside a write at the end of a run)."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
-from typing import Optional, Union
+from typing import Dict, Optional, Union
 
 PathLike = Union[str, Path]
 
@@ -28,6 +29,24 @@ def check_output_file(path: PathLike, option: str) -> Path:
         raise IsADirectoryError(f"{option} {str(path)!r} is a folder; give a file name inside it, e.g. "
                                 f"{str(target / 'output.txt')!r}.")
     return target
+
+
+def check_not_an_input(path: PathLike, option: str, inputs: Dict[str, Optional[PathLike]]) -> None:
+    """``path``, a file a command will write, is none of the files it reads (``inputs``: option -> path; None
+    or ``-``, standard input, are skipped), also when a different spelling or a link leads to the same file."""
+    target = Path(path).expanduser()
+    for input_option, source in inputs.items():
+        if source is None or str(source) == "-":
+            continue
+        other = Path(source).expanduser()
+        try:
+            same = target.resolve() == other.resolve() or (target.exists() and other.exists()
+                                                           and os.path.samefile(target, other))
+        except OSError:
+            same = False
+        if same:
+            raise ValueError(f"{option} {str(path)!r} is the file {input_option} reads ({str(source)!r}); writing "
+                             f"it would overwrite the input: choose another {option} file.")
 
 
 def check_output_folder(path: PathLike, option: str) -> Path:

@@ -12,7 +12,7 @@ import torch
 from lightning.pytorch import LightningModule, Trainer
 
 from .experiments.param_match import count_parameters
-from .paths import check_output_folder
+from .paths import check_not_an_input, check_output_folder
 
 GPU_SIZED_PARAMETERS = 20_000_000
 """Above this many parameters a model is "GPU-sized": on a CPU one training step takes seconds to minutes."""
@@ -63,6 +63,19 @@ def check_output_paths(trainer_config: Any) -> None:
         save_dir = init_args.get("save_dir") if getattr(init_args, "get", None) is not None else None
         if isinstance(save_dir, (str, Path)):
             check_output_folder(save_dir, "--trainer.logger.save_dir")
+
+
+def check_predict_output(config: Any) -> None:
+    """``predict --predict_output`` is not the file predict reads (the DataModule's ``predict_file``): one
+    sentence before anything is built, instead of the input overwritten by its own predictions."""
+    output = config.get("predict_output") if config is not None else None
+    data = config.get("data")
+    init_args = data.get("init_args") if getattr(data, "get", None) is not None else None
+    if not isinstance(output, (str, Path)) or getattr(init_args, "get", None) is None:
+        return
+    source = init_args.get("predict_file")
+    if isinstance(source, (str, Path)):
+        check_not_an_input(output, "--predict_output", {"--data.init_args.predict_file": source})
 
 
 def _size_options(model: LightningModule) -> List[str]:

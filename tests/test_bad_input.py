@@ -360,6 +360,44 @@ def test_a_missing_duc2004_folder_names_where_to_get_it(workdir, capsys, tmp_pat
                  "no_duc", "does not exist", "NIST", "task1_ref0.txt")
 
 
+def duc_args(folder: Path, ckpt: Path, duc: Path) -> List[str]:
+    return ["test", *parallel_args(folder), "--ckpt_path", str(ckpt), "--data.init_args.dataset", "duc2004",
+            "--data.init_args.data_dir", str(duc), "--data.init_args.source_language", "article",
+            "--data.init_args.target_language", "title"]
+
+
+def test_a_gap_in_the_duc2004_references_or_a_short_one_is_named(workdir, capsys, tmp_path):
+    folder = write_parallel(tmp_path / "par")
+    assert run(["fit", *parallel_args(folder), "--trainer.logger", "false", "--trainer.default_root_dir",
+                str(tmp_path / "run")]) == 0
+    ckpt = next((tmp_path / "run").rglob("*.ckpt"))
+    duc = workdir / "DUC2004"
+    duc.mkdir()
+    for name in ("input.txt", "task1_ref0.txt", "task1_ref2.txt", "task1_ref3.txt"):  # task1_ref1.txt is missing
+        (duc / name).write_text("".join(line + "\n" for line in EN_TEST), encoding="utf-8")
+    expect_error(capsys, workdir, duc_args(folder, ckpt, duc), "has no task1_ref1.txt",
+                 "task1_ref0.txt, task1_ref2.txt, task1_ref3.txt", "without gaps")
+    (duc / "task1_ref1.txt").write_text("".join(line + "\n" for line in EN_TEST[:-1]), encoding="utf-8")
+    expect_error(capsys, workdir, duc_args(folder, ckpt, duc), "task1_ref1.txt 3 lines", "input.txt 4 lines",
+                 "one line per document")
+
+
+def test_predict_output_that_is_the_predict_file(workdir, capsys, tmp_path):
+    folder = write_parallel(tmp_path / "par")
+    assert run(["fit", *parallel_args(folder), "--trainer.logger", "false", "--trainer.default_root_dir",
+                str(tmp_path / "run")]) == 0
+    ckpt = next((tmp_path / "run").rglob("*.ckpt"))
+    lines = workdir / "lines.de"  # in the checked folder: the probe proves it is left as it was
+    lines.write_text("ein mann .\nzwei hunde .\n", encoding="utf-8")
+    (workdir / "sub").mkdir()
+    (workdir / "link.de").symlink_to(lines)
+    for output in (str(lines), "sub/../lines.de", str(workdir / "link.de")):  # the same file, however it is spelt
+        expect_error(capsys, workdir, ["predict", *parallel_args(folder), "--ckpt_path", str(ckpt),
+                                       "--data.init_args.predict_file", "lines.de", "--predict_output", output],
+                     "--predict_output", "is the file --data.init_args.predict_file reads", "overwrite the input")
+    assert lines.read_text(encoding="utf-8") == "ein mann .\nzwei hunde .\n"
+
+
 def test_a_negative_rouge_truncation(workdir, capsys):
     folder = write_parallel(workdir / "par")
     expect_error(capsys, workdir, ["fit", *parallel_args(folder), "--model.init_args.rouge_max_bytes", "-75"],
