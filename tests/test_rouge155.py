@@ -38,7 +38,8 @@ def rouge_home() -> Tuple[Optional[Path], str]:
     probe = subprocess.run(["perl", "-I", str(home), "-MXML::DOM", "-MDB_File", "-e", "1"], capture_output=True,
                            text=True)
     if probe.returncode:
-        return None, f"ROUGE-1.5.5's Perl modules are missing ({probe.stderr.strip().splitlines()[0]})"
+        first = probe.stderr.strip().splitlines()[0].split(" (@INC")[0]
+        return None, f"ROUGE-1.5.5's Perl modules are missing ({first})"
     return home, ""
 
 
