@@ -14,6 +14,8 @@
     reference with the best F1 (its ``score_multi``); recall and precision are that reference's. With several
     references its recall is far above the pooled one (the most similar reference is picked per document).
 
+  By default several references are pooled and a single one goes to ``rouge-score``.
+
 References: one string per hypothesis, or a sequence of strings per hypothesis (several references, as
 DUC-2004's four). BLEU uses every reference (sacreBLEU's reference streams; a hypothesis with fewer
 references than others leaves ``None`` in the missing streams, which sacreBLEU skips and signs
@@ -114,14 +116,17 @@ def rouge_signature(nrefs: str, stemmer: bool = True, max_bytes: Optional[int] =
 
 
 def rouge_corpus(hyps: Sequence[str], refs: Sequence[Reference], stemmer: bool = True,
-                 max_bytes: Optional[int] = None, multiref: str = "best") -> Tuple[Dict[str, float], str]:
+                 max_bytes: Optional[int] = None, multiref: Optional[str] = None) -> Tuple[Dict[str, float], str]:
     """Mean per-document ROUGE-1/2/L × 100 and the signature. Keys ``rouge1``, ``rouge2``, ``rougeL`` are F1;
     ``<key>_recall`` and ``<key>_precision`` recall and precision. ``max_bytes`` truncates hypotheses and
     references alike before scoring (ROUGE-1.5.5 ``-b``). ``multiref``: ``"pooled"`` (ROUGE-1.5.5 ``-f A``,
-    every reference counted) or ``"best"`` (the reference with the best F1, per metric)."""
+    every reference counted) or ``"best"`` (the reference with the best F1, per metric); ``None``: ``"pooled"``
+    when a hypothesis has several references, ``"best"`` (``rouge-score``, as before) when each has one."""
     lists = _check(hyps, refs)
     if max_bytes is not None and max_bytes < 1:
         raise ValueError(f"max_bytes must be a positive number of bytes (75 for DUC-2004), got {max_bytes}.")
+    if multiref is None:
+        multiref = "pooled" if any(len(g) > 1 for g in lists) else "best"
     if multiref not in MULTIREF_MODES:
         raise ValueError(f"Unknown ROUGE multiref {multiref!r}; use 'pooled' (ROUGE-1.5.5 -f A, every reference "
                          "counted) or 'best' (the best-F1 reference).")
@@ -145,7 +150,8 @@ def rouge_corpus(hyps: Sequence[str], refs: Sequence[Reference], stemmer: bool =
     return {k: 100.0 * v / len(hyps) for k, v in totals.items()}, signature
 
 
-def rouge_f1(hyps: Sequence[str], refs: Sequence[Reference], stemmer: bool = True) -> Dict[str, float]:
+def rouge_f1(hyps: Sequence[str], refs: Sequence[Reference], stemmer: bool = True,
+             multiref: Optional[str] = None) -> Dict[str, float]:
     """Mean sentence ROUGE-1, ROUGE-2 and ROUGE-L F1 × 100 (keys ``rouge1``, ``rouge2``, ``rougeL``)."""
-    scores, _ = rouge_corpus(hyps, refs, stemmer)
+    scores, _ = rouge_corpus(hyps, refs, stemmer, multiref=multiref)
     return {k: scores[k] for k in ROUGE_KEYS}

@@ -104,7 +104,7 @@ def test_multi_reference_rouge_equals_rouge_score_called_directly() -> None:
 
     from lit_rnncells.metrics import rouge_corpus
 
-    scores, signature = rouge_corpus(DOCS_HYPS, DOCS_REFS)
+    scores, signature = rouge_corpus(DOCS_HYPS, DOCS_REFS, multiref="best")
     scorer = rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL"], use_stemmer=True)
     direct = [scorer.score_multi(list(refs), hyp) for hyp, refs in zip(DOCS_HYPS, DOCS_REFS)]
     for key in ("rouge1", "rouge2", "rougeL"):
@@ -114,14 +114,28 @@ def test_multi_reference_rouge_equals_rouge_score_called_directly() -> None:
     single = rouge_corpus(DOCS_HYPS, [r[-1] for r in DOCS_REFS])[0]
     assert scores["rouge2"] > single["rouge2"]  # the best of four references, not any one of them
     assert "nrefs:4" in signature and "multiref:best-f1-per-metric" in signature and "trunc:none" in signature
-    assert rouge_f1(DOCS_HYPS, DOCS_REFS) == {k: scores[k] for k in ("rouge1", "rouge2", "rougeL")}
+    assert rouge_f1(DOCS_HYPS, DOCS_REFS, multiref="best") == {k: scores[k] for k in ("rouge1", "rouge2", "rougeL")}
+
+
+def test_several_references_are_pooled_by_default() -> None:
+    from lit_rnncells.metrics import rouge_corpus
+    from lit_rnncells.rouge155 import pooled_rouge
+
+    scores, signature = rouge_corpus(DOCS_HYPS, DOCS_REFS)  # several references: ROUGE-1.5.5's -f A
+    assert scores == pytest.approx(pooled_rouge(DOCS_HYPS, DOCS_REFS))
+    assert "multiref:pooled(rouge-1.5.5 -f A)" in signature and "nrefs:4" in signature
+    assert scores["rouge1_recall"] < rouge_corpus(DOCS_HYPS, DOCS_REFS, multiref="best")[0]["rouge1_recall"]
+    single, signature = rouge_corpus(DOCS_HYPS, [r[0] for r in DOCS_REFS])  # one: rouge-score, as before
+    assert "multiref:best-f1-per-metric" in signature
+    with pytest.raises(ValueError, match="Unknown ROUGE multiref 'mean'"):
+        rouge_corpus(DOCS_HYPS, DOCS_REFS, multiref="mean")
 
 
 def test_rouge_picks_the_best_reference_per_metric_by_f1() -> None:
     from lit_rnncells.metrics import rouge_corpus
 
     # "a b c d": ROUGE-1 is best against ref 1 (4 of 4 words, in another order), ROUGE-2 against ref 2
-    scores, _ = rouge_corpus(["a b c d"], [("d c b a", "a b x y z")])
+    scores, _ = rouge_corpus(["a b c d"], [("d c b a", "a b x y z")], multiref="best")
     assert scores["rouge1"] == pytest.approx(100.0) and scores["rouge1_recall"] == pytest.approx(100.0)
     # ref 1 has no bigram of the hypothesis; ref 2 has "a b": P 1/3, R 1/4, F 2/7
     assert scores["rouge2"] == pytest.approx(200 / 7)
@@ -134,14 +148,14 @@ def test_75_byte_truncation_cuts_hypotheses_and_references_alike() -> None:
     from lit_rnncells.metrics import rouge_corpus, truncate_bytes
 
     hyps = [h + " and many more words after the limit that a summary should not be credited for" for h in DOCS_HYPS]
-    scores, signature = rouge_corpus(hyps, DOCS_REFS, max_bytes=75)
+    scores, signature = rouge_corpus(hyps, DOCS_REFS, max_bytes=75, multiref="best")
     scorer = rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL"], use_stemmer=True)
     direct = [scorer.score_multi([r[:75] for r in refs], hyp[:75]) for hyp, refs in zip(hyps, DOCS_REFS)]
     for key in ("rouge1", "rouge2", "rougeL"):
         assert scores[f"{key}_recall"] == pytest.approx(100 * sum(d[key].recall for d in direct) / 3)
         assert scores[key] == pytest.approx(100 * sum(d[key].fmeasure for d in direct) / 3)
     assert "trunc:75bytes" in signature
-    assert scores["rouge1_precision"] > rouge_corpus(hyps, DOCS_REFS)[0]["rouge1_precision"]
+    assert scores["rouge1_precision"] > rouge_corpus(hyps, DOCS_REFS, multiref="best")[0]["rouge1_precision"]
     # bytes, not characters (ROUGE-1.5.5 counts bytes): a cut two-byte character is dropped, a word may be cut
     assert truncate_bytes("café au lait", 4) == "caf" and truncate_bytes("café au lait", 5) == "café"
     assert truncate_bytes("headline words", 10) == "headline w" and truncate_bytes("short", None) == "short"

@@ -517,13 +517,11 @@ class Seq2Seq(RecurrentTask):
         chosen = self.data_rouge_max_bytes if chosen is None else chosen
         return chosen or None
 
-    def rouge_multiref(self, references: List[Any]) -> str:
-        """How ROUGE combines several references: ``rouge_multiref``, else the data's standard, else ``pooled``
-        (ROUGE-1.5.5 ``-f A``) when an example has several references and ``best`` with one (the same then)."""
-        chosen = self.decoding.get("rouge_multiref") or self.data_rouge_multiref
-        if chosen is None:
-            chosen = "pooled" if any(not isinstance(r, str) and len(r) > 1 for r in references) else "best"
-        return chosen
+    @property
+    def rouge_multiref(self) -> Optional[str]:
+        """How ROUGE combines several references: ``rouge_multiref``, else the data's standard; None: the
+        metric's own rule (``pooled``, ROUGE-1.5.5 ``-f A``, with several references, ``best`` with one)."""
+        return self.decoding.get("rouge_multiref") or self.data_rouge_multiref
 
     def score_records(self, records: List[Record]) -> Dict[str, float]:
         """The configured metrics of (index, hyp corpus form, hyp detokenised, refs, refs detokenised) records
@@ -544,7 +542,7 @@ class Seq2Seq(RecurrentTask):
             else:
                 rouge, signatures["rouge"] = metrics.rouge_corpus(hyp_corpus, ref_corpus,
                                                                   max_bytes=self.rouge_truncation,
-                                                                  multiref=self.rouge_multiref(ref_corpus))
+                                                                  multiref=self.rouge_multiref)
                 scores.update(rouge)
         self.metric_signatures = signatures
         self._announce_signatures(signatures)
