@@ -51,6 +51,7 @@ _STEP3 = {"icate": "ic", "ative": "", "alize": "al", "iciti": "ic", "ical": "ic"
 _STEP2_RE = re.compile("(" + "|".join(_STEP2) + ")$")
 _STEP3_RE = re.compile("(" + "|".join(_STEP3) + ")$")
 _STEP4_RE = re.compile("(al|ance|ence|er|ic|able|ible|ant|ement|ou|ism|ate|iti|ous|ive|ize)$")
+_MENT, _ENT, _ION = re.compile("ment$"), re.compile("ent$"), re.compile("(s|t)(ion)$")
 
 
 def _strip(word: str, pattern: "re.Pattern[str]", condition: "re.Pattern[str]") -> str:
@@ -94,10 +95,10 @@ def porter_stem(word: str) -> str:
         if (m := pattern.search(w)) and _MGR0.search(w[:m.start()]):
             w = w[:m.start()] + table[m.group(1)]
     w = _strip(w, _STEP4_RE, _MGR1)  # Lin's step 4: -ment and -ent tried after the list, one after the other
-    w = _strip(w, re.compile("ment$"), _MGR1)
-    if re.search("ent$", w):
-        w = _strip(w, re.compile("ent$"), _MGR1)
-    elif (m := re.search("(s|t)(ion)$", w)) and _MGR1.search(w[:m.start()] + m.group(1)):
+    w = _strip(w, _MENT, _MGR1)
+    if _ENT.search(w):
+        w = _strip(w, _ENT, _MGR1)
+    elif (m := _ION.search(w)) and _MGR1.search(w[:m.start()] + m.group(1)):
         w = w[:m.start()] + m.group(1)
     if (m := re.search("e$", w)):
         stem = w[:m.start()]

@@ -135,6 +135,26 @@ def test_pooled_rouge_equals_rouge_1_5_5(tmp_path: Path, flags: List[str], max_b
     assert 5 < ours["rouge2_recall"] < ours["rouge1_recall"] < 60  # the generated texts overlap, not trivially
 
 
+@needs_rouge155
+def test_the_porter_stemmer_equals_rouge_1_5_5s_on_9500_words() -> None:
+    """The script's own ``stem`` (cut out of ROUGE-1.5.5.pl) against our port, on every word of the WordNet
+    exception lists (inflected forms and their bases) and of the generated texts."""
+    assert HOME is not None
+    script = (HOME / "ROUGE-1.5.5.pl").read_text(encoding="latin-1")
+    stemmer = script[script.index("# Porter stemmer in Perl"):]
+    driver = stemmer + '\ninitialise();\nwhile (my $w = <STDIN>) { chomp $w; print stem($w), "\\n"; }\n'
+    words = set(re.findall(r"[a-z0-9]+", " ".join(VOCABULARY).lower()))
+    for name in EXCEPTION_FILES:
+        text = (HOME / "data" / "WordNet-2.0-Exceptions" / name).read_text(encoding="latin-1")
+        words.update(w for w in re.findall(r"[a-z0-9]+", text))
+    words_list = sorted(w for w in words if len(w) > 3)
+    out = subprocess.run(["perl", "-e", driver], input="\n".join(words_list) + "\n", capture_output=True,
+                         text=True, check=True).stdout.splitlines()
+    assert len(words_list) > 9_000 and len(out) == len(words_list)
+    differ = [(w, perl, porter_stem(w)) for w, perl in zip(words_list, out) if porter_stem(w) != perl]
+    assert not differ, differ[:20]
+
+
 def test_pooled_rouge_hand_computed() -> None:
     # two references: ROUGE-1 hits 2 + 1 over 3 + 2 reference words; precision over 2 references x 3 words
     scores = pooled_rouge(["the cat sat"], [["the cat ran", "a cat"]], stem=False)
