@@ -10,7 +10,7 @@ from typing import Any, Dict, List, Optional, Sequence, Union
 from ...paths import check_output_folder
 from ..report import curve_groups, log_to_wandb, plot_curves, row_of, summary_markdown, write_csv
 from .planning import Budget, CompareError, check_arguments, check_cell, default_monitor, mode_of, parse_vary, plan
-from .runner import Launcher, run_specs
+from .runner import Launcher, LocalLauncher, run_specs
 
 CellSpec = Union[str, Dict[str, Any]]
 
@@ -71,13 +71,14 @@ def compare(config: str, cells: Sequence[CellSpec], seeds: Union[int, Sequence[i
             vary: Sequence[str] = (), monitor: Optional[str] = None, mode: Optional[str] = None,
             extra: Sequence[str] = (), test_every_epoch: bool = False, no_wandb: bool = False,
             env: Optional[Dict[str, str]] = None, log: Any = None,
-            failed: Optional[List[str]] = None, launcher: Optional[Launcher] = None) -> List[Dict[str, Any]]:
+            failed: Optional[List[str]] = None, launcher: Optional[Launcher] = None,
+            jobs: int = 1) -> List[Dict[str, Any]]:
     """Run (or reuse the finished runs of) a comparison and write its CSV, table and plots; the CSV's rows.
 
     ``seeds`` is a count (seeds 1..N) or a list; ``cells`` are names or ``Name(key=value,...)`` strings or
     ``{class_path, init_args}`` dicts. Failed runs are reported on ``log``, left out of the rows and their ids
     appended to ``failed`` when given; ``log`` defaults to the current ``sys.stderr``. ``launcher`` runs the
-    runs (default: :class:`.runner.LocalLauncher`, one after another on this machine)."""
+    runs (default: a :class:`.runner.LocalLauncher` running ``jobs`` at once on this machine)."""
     log = sys.stderr if log is None else log
     if not Path(config).is_file():
         raise CompareError(f"The config {config!r} does not exist; pass the path of a task config, e.g. "
@@ -87,6 +88,7 @@ def compare(config: str, cells: Sequence[CellSpec], seeds: Union[int, Sequence[i
     except OSError as error:
         raise CompareError(str(error)) from None
     cells = check_cells(cells)
+    launcher = launcher or LocalLauncher(jobs)
     budget = budget if isinstance(budget, Budget) else Budget.parse(budget)
     grid = parse_vary(vary)
     check_match_params(match_params, hidden_size, grid)
