@@ -13,7 +13,10 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 from ..report import CURVES_FILE, RESULT_FILE
-from .planning import RunSpec, cell_label
+from .planning import Budget, RunSpec, cell_label, max_time
+
+TIME_LIMIT_CHECKPOINT = "interrupted.ckpt"
+"""What a run stopped by its time limit saves to resume from (the name SIGTERM's checkpoint has, :mod:`.folders`)."""
 
 
 def validate_within_budget():
@@ -35,6 +38,54 @@ def validate_within_budget():
                       f"{trainer.max_steps} steps; validating at step {trainer.max_steps} instead.", flush=True)
 
     return ValidateWithinBudget()
+
+
+def trained_seconds(ckpt_path: Optional[str]) -> float:
+    """The training seconds Lightning's ``Timer`` had counted in the checkpoint a run resumes from (0 without one)."""
+    if not ckpt_path:
+        return 0.0
+    from ...data.checkpoint_state import read_checkpoint
+
+    states = read_checkpoint(ckpt_path).get("callbacks", {})
+    timer = next((v for k, v in states.items() if str(k).startswith("Timer")), {})
+    return float(timer.get("time_elapsed", {}).get("train", 0.0))
+
+
+def time_limit_args(spec: RunSpec, ckpt_path: Optional[str], time_limit: Optional[float]) -> tuple:
+    """``--trainer.max_time`` for a run allowed ``time_limit`` more seconds of training in this process: Lightning's
+    ``Timer`` counts the seconds of a resumed run from its checkpoint on, so the limit is those plus ``time_limit``
+    (at most a ``time=`` budget's total). Returns the arguments and whether reaching the limit leaves the run
+    unfinished (its budget not reached)."""
+    if time_limit is None:
+        return [], False
+    total = trained_seconds(ckpt_path) + float(time_limit)
+    budget = Budget.parse(spec.budget) if spec.budget else None
+    if budget is not None and budget.kind == "time" and budget.value <= total:
+        return [], False  # the budget's own max_time comes first: reaching it finishes the run
+    return ["--trainer.max_time", max_time(int(total + 0.999))], True
+
+
+def time_limit_checkpoint():
+    """A callback that saves a resumable checkpoint (``checkpoints/interrupted.ckpt``, at the step boundary, as
+    SIGTERM does) when Lightning's ``Timer`` stops the fit at ``max_time``; ``saved`` says it did."""
+    from lightning.pytorch import Callback
+    from lightning.pytorch.callbacks import Timer
+
+    class TimeLimitCheckpoint(Callback):
+        saved = False
+
+        def on_train_batch_end(self, trainer: Any, *args: Any) -> None:
+            timers = [c for c in trainer.callbacks if isinstance(c, Timer)]
+            if self.saved or not trainer.should_stop or not timers or timers[0].time_remaining() > 0:
+                return
+            folder = Path(trainer.checkpoint_callback.dirpath) if getattr(trainer.checkpoint_callback, "dirpath", None) \
+                else Path(trainer.default_root_dir) / "checkpoints"
+            trainer.save_checkpoint(folder / TIME_LIMIT_CHECKPOINT)
+            self.saved = True
+            print(f"compare: the time limit stopped the run at step {trainer.global_step}; saved "
+                  f"{folder / TIME_LIMIT_CHECKPOINT}, which the same command resumes from.", flush=True)
+
+    return TimeLimitCheckpoint()
 
 
 def check_kept_a_checkpoint(spec: RunSpec, best: Any, trainer: Any) -> None:
@@ -81,17 +132,24 @@ def add_callbacks(spec: RunSpec, trainer: Any) -> tuple:
     return best, curves, per_epoch
 
 
-def run_child(spec: RunSpec, ckpt_path: Optional[str] = None) -> Dict[str, Any]:
+def run_child(spec: RunSpec, ckpt_path: Optional[str] = None, time_limit: Optional[float] = None) -> Dict[str, Any]:
     """One run in this process: fit with a best-``monitor`` checkpoint and learning curves (resuming from
     ``ckpt_path`` when given), test the best checkpoint (and with ``test_every_epoch`` each epoch's), write
-    ``result.json`` last. The run's checkpoint folder keeps a ``last.ckpt`` to resume from."""
+    ``result.json`` last. The run's checkpoint folder keeps a ``last.ckpt`` to resume from.
+
+    ``time_limit``: seconds of training this process may spend (Lightning's ``max_time``, :func:`time_limit_args`).
+    A run it stops before its budget saves ``checkpoints/interrupted.ckpt`` and its result says ``"partial": true``:
+    the runner reports it and resumes it the next time (:func:`.folders.finished`)."""
     from ...cli import main  # the CLI sits above experiments: the child process builds its run through it
     from ..param_match import count_parameters
 
     folder = Path(spec.folder)
-    cli = main(spec.cli_args() + (["--ckpt_path", ckpt_path] if ckpt_path else []), run=False)
+    limit_args, may_stop_early = time_limit_args(spec, ckpt_path, time_limit)
+    cli = main(spec.cli_args() + limit_args + (["--ckpt_path", ckpt_path] if ckpt_path else []), run=False)
     trainer, model = cli.trainer, cli.model
     best, curves, per_epoch = add_callbacks(spec, trainer)
+    stopped = time_limit_checkpoint() if may_stop_early else None
+    trainer.callbacks.extend([stopped] if stopped is not None else [])
     trainer.fit(model, datamodule=cli.datamodule, ckpt_path=ckpt_path)
     seconds = curves.seconds
     check_kept_a_checkpoint(spec, best, trainer)
@@ -106,7 +164,8 @@ def run_child(spec: RunSpec, ckpt_path: Optional[str] = None) -> Dict[str, Any]:
               "hidden_size": int(model.hparams.get("hidden_size", spec.hidden_size or 0)),
               "params": count_parameters(model), "steps": steps, "epochs": epochs, "seconds": seconds,
               "tokens_per_s": curves.tokens_per_second, f"best {spec.monitor}": float(best.best_model_score),
-              "test": {k: float(v) for k, v in tested.items()}, "checkpoint": best.best_model_path}
+              "test": {k: float(v) for k, v in tested.items()}, "checkpoint": best.best_model_path,
+              "partial": bool(stopped is not None and stopped.saved), "time_limit": time_limit}
     if trainer.is_global_zero:
         tmp = folder / (RESULT_FILE + ".tmp")
         tmp.write_text(json.dumps(result, indent=1))
@@ -115,13 +174,14 @@ def run_child(spec: RunSpec, ckpt_path: Optional[str] = None) -> Dict[str, Any]:
 
 
 def child_main(argv: List[str]) -> int:
-    """``--child SPEC_JSON [--ckpt_path CKPT]``: run one spec; on SIGTERM / Ctrl-C (its checkpoint saved) exit with
+    """``--child SPEC_JSON [--ckpt_path CKPT] [--time_limit SECONDS]``: run one spec; on SIGTERM / Ctrl-C (its checkpoint saved) exit with
     the interrupted status the callbacks set."""
     from ... import callbacks
 
-    ckpt_path = argv[3] if argv[2:3] == ["--ckpt_path"] else None
+    options = dict(zip(argv[2::2], argv[3::2]))  # --ckpt_path CKPT, --time_limit SECONDS
+    time_limit = float(options["--time_limit"]) if "--time_limit" in options else None
     try:
-        run_child(RunSpec(**json.loads(Path(argv[1]).read_text())), ckpt_path)
+        run_child(RunSpec(**json.loads(Path(argv[1]).read_text())), options.get("--ckpt_path"), time_limit)
     except SystemExit:  # SIGTERM (Lightning's SIGTERMException) or Ctrl-C: the checkpoint is saved
         if callbacks.INTERRUPTED_EXIT_CODE is not None:
             return callbacks.INTERRUPTED_EXIT_CODE

@@ -60,13 +60,22 @@ def refuse_other_settings(spec: RunSpec, checkpoint: Path) -> None:
                            "started with to resume it, or move the folder away to start it again.")
 
 
+def finished(folder: Path) -> bool:
+    """Whether the run in ``folder`` is done: it wrote ``result.json`` and no time limit stopped it before its
+    budget (``"partial": true``, :func:`.child.run_child`; such a run is reported, and resumed by the next run)."""
+    try:
+        return not json.loads((folder / RESULT_FILE).read_text()).get("partial", False)
+    except (OSError, ValueError):
+        return False
+
+
 def check_resumable(specs: Sequence[RunSpec]) -> Dict[str, Resume]:
     """Before any run starts: no unfinished run with a checkpoint was started with other settings. The
     checkpoint each unfinished run resumes from (:func:`resume_checkpoint`), by run folder."""
     resumes: Dict[str, Resume] = {}
     for spec in specs:
         folder = Path(spec.folder)
-        found = resume_checkpoint(folder) if folder.is_dir() and not (folder / RESULT_FILE).is_file() else None
+        found = resume_checkpoint(folder) if folder.is_dir() and not finished(folder) else None
         if found is not None:
             refuse_other_settings(spec, found[0])
         resumes[spec.folder] = found

@@ -8,7 +8,8 @@ order. A launcher only runs jobs:
     class Launcher:
         def run(self, jobs: Sequence[Job], env: Optional[Dict[str, str]], log: Any) -> Dict[str, Optional[dict]]
 
-It returns each job's ``result.json`` contents (``None``: the run failed) by run id, announcing each run with
+It returns each job's ``result.json`` contents (``None``: the run failed) by run id (a result with
+``"partial": true`` was stopped by a time limit before its budget, and is resumed by the next run), announcing each run with
 :meth:`Job.started` and :meth:`Job.ended` on ``log``. A run is the command :meth:`Job.command` (the child process of
 :mod:`.child`) with its output appended to ``<run>/log.txt``; a launcher that runs the work in Python instead
 (a cluster job through submitit) calls :func:`.child.run_child` with ``job.spec`` and ``job.resume_from``. When
@@ -32,7 +33,7 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence
 
 from ..report import RESULT_FILE
-from .folders import check_resumable, prepare_folder
+from .folders import check_resumable, finished, prepare_folder
 from .planning import CompareError, RunSpec
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -60,10 +61,11 @@ class Job:
     total: int
     steps: int = 0  # the steps of ``resume_from``
 
-    def command(self) -> List[str]:
-        """The child process's command line (:func:`.child.child_main`)."""
+    def command(self, time_limit: Optional[float] = None) -> List[str]:
+        """The child process's command line (:func:`.child.child_main`); ``time_limit``: its seconds of training."""
         command = [sys.executable, "-m", "lit_rnncells.compare", "--child", str(Path(self.spec.folder) / "spec.json")]
-        return command + (["--ckpt_path", str(self.resume_from)] if self.resume_from is not None else [])
+        command += ["--ckpt_path", str(self.resume_from)] if self.resume_from is not None else []
+        return command + (["--time_limit", f"{time_limit:g}"] if time_limit is not None else [])
 
     def started(self, log: Any, where: str = "") -> None:
         """Say on ``log`` that the run starts (or resumes, and from where); ``where``: e.g. its device."""
@@ -79,8 +81,10 @@ class Job:
         if result is None:
             print(f"compare: {spec.run_id} failed; its log is {Path(spec.folder) / 'log.txt'}", file=log, flush=True)
         else:
+            partial = (f" (its time limit stopped it at epoch {result['epochs']}, step {result['steps']}; the same "
+                       "command goes on from its checkpoint)") if result.get("partial") else ""
             print(f"compare: {spec.run_id} done in {seconds:.0f} s: best {spec.monitor} "
-                  f"{result[f'best {spec.monitor}']:.4g}", file=log, flush=True)
+                  f"{result[f'best {spec.monitor}']:.4g}{partial}", file=log, flush=True)
 
 
 def child_env(env: Optional[Dict[str, str]] = None) -> Dict[str, str]:
@@ -201,12 +205,14 @@ class LocalLauncher(Launcher):
     With ``jobs`` > 1, the run in slot *i* gets ``CUDA_VISIBLE_DEVICES`` = ``devices[i % len(devices)]`` (default
     :func:`visible_gpus`: one GPU per run while there are enough, round-robin after; ``devices=["0"]`` puts every
     run on GPU 0, sharing it) and ``OMP_NUM_THREADS`` = cores // ``jobs`` (unless this process's environment or
-    ``env`` sets it). Jobs start in the plan's order; the results do not depend on which ends first."""
+    ``env`` sets it). Jobs start in the plan's order; the results do not depend on which ends first. ``time_limit``:
+    the seconds of training each run may spend in this command (:func:`.child.run_child`), none by default."""
 
-    def __init__(self, jobs: int = 1, devices: Optional[Sequence[str]] = None, poll_seconds: float = 0.2) -> None:
+    def __init__(self, jobs: int = 1, devices: Optional[Sequence[str]] = None, poll_seconds: float = 0.2,
+                 time_limit: Optional[float] = None) -> None:
         if int(jobs) < 1:
             raise CompareError(f"--jobs {jobs} is not a positive number of runs at once; use e.g. --jobs 2.")
-        self.jobs, self.poll_seconds = int(jobs), poll_seconds
+        self.jobs, self.poll_seconds, self.time_limit = int(jobs), poll_seconds, time_limit
         self.devices = list(devices) if devices is not None else (visible_gpus() if self.jobs > 1 else [])
 
     def slot_env(self, slot: int, env: Optional[Dict[str, str]]) -> Dict[str, str]:
@@ -260,7 +266,7 @@ class LocalLauncher(Launcher):
                          f" ({given['OMP_NUM_THREADS']} threads)" if "OMP_NUM_THREADS" in given else ""])
         job.started(log, where)
         output = open_log(job)
-        proc = subprocess.Popen(job.command(), stdout=output, stderr=subprocess.STDOUT,
+        proc = subprocess.Popen(job.command(self.time_limit), stdout=output, stderr=subprocess.STDOUT,
                                 env=child_env({**given, **(env or {})}))
         proc.stdout_file = output  # type: ignore[attr-defined]  # closed when the run ends
         procs.append(proc)
@@ -281,7 +287,7 @@ def run_specs(specs: Sequence[RunSpec], env: Optional[Dict[str, str]] = None, lo
     jobs: List[Job] = []
     for i, spec in enumerate(specs, 1):
         done = Path(spec.folder) / RESULT_FILE
-        if done.is_file():
+        if finished(Path(spec.folder)):
             print(f"compare: [{i}/{len(specs)}] {spec.run_id} finished earlier, kept", file=log, flush=True)
             kept[spec.run_id] = json.loads(done.read_text())
             continue
