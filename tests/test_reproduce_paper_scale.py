@@ -29,10 +29,18 @@ def tiny_paper(monkeypatch):
         config="configs/logic/gru.yaml", budget="epochs=100000", setting="tiny", fields={"extra": TINY})})
 
 
+def at_paper_scale(out: Path, results: Path, log: io.StringIO) -> str:
+    """``reproduce tiny --scale paper --time-budget 0.05`` (3 s of training per run), in this process."""
+    from lit_rnncells.experiments.reproduce import paper_section
+
+    return paper_scale.reproduce_at_paper_scale("tiny", *reproduce.PAPERS["tiny"], Experiment, out, results, None, 3.0,
+                                                paper_section, log=log)
+
+
 def test_every_run_at_once_each_stopped_by_its_time_limit_then_continued(tiny_paper, tmp_path):
     out, results = tmp_path / "runs", tmp_path / "results"
     log = io.StringIO()
-    text = reproduce.reproduce_paper_scale("tiny", out, results, time_limit=3.0, log=log)
+    text = at_paper_scale(out, results, log)
     lines = log.getvalue().splitlines()
     starts = [i for i, ln in enumerate(lines) if ln.startswith("compare: [") and ln.endswith(" ...")]
     ends = [i for i, ln in enumerate(lines) if " done in " in ln]
@@ -53,7 +61,7 @@ def test_every_run_at_once_each_stopped_by_its_time_limit_then_continued(tiny_pa
     assert "![logic_curves_steps](logic_curves_steps.png)" in text
 
     log = io.StringIO()  # the same command again: both runs go on from their checkpoints
-    reproduce.reproduce_paper_scale("tiny", out, results, time_limit=3.0, log=log)
+    at_paper_scale(out, results, log)
     for run in runs:
         assert f"{run.name} resumes from " in log.getvalue()
         assert "compare: resuming from" in (run / "log.txt").read_text()

@@ -11,12 +11,16 @@ curves into one small folder to copy off a remote machine (checkpoints stay in t
 """
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import shutil
+import sys
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from .compare import CompareError
+from ..paths import check_output_folder
+from .compare import CompareError, LocalLauncher, parse_vary
+from .compare.runner import visible_gpus
 
 MZU_DT = "zones=4,filter_size=1000,transition_depth=1,share_transition=true,layer_norm=true,candidate_dropout=0.5," \
          "disagreement_weight=1.0"
@@ -151,3 +155,78 @@ def reached(rows: Sequence[Dict[str, object]], time_limit: Optional[float]) -> s
     limit = f" in a time limit of {time_limit / 60:.1f} min per run" if time_limit is not None else ""
     runs = "; ".join(f"{r['cell']} seed {r['seed']}: {r['epochs']} epochs, {r['steps']} steps" for r in rows)
     return f"Reached{limit}: {runs}.\n"
+
+
+def runs_of(exp: Any) -> int:
+    """How many runs an experiment has: cells x seeds x grid points."""
+    points = 1
+    for _, values in parse_vary(exp.vary):
+        points *= len(values)
+    return len(exp.cells) * exp.seeds * points
+
+
+Section = Callable[[Any, Path, LocalLauncher, List[str], Any], Tuple[str, List[Dict[str, Any]]]]
+"""Runs one experiment through a launcher; its report section and rows (:func:`..reproduce.paper_section`)."""
+
+
+def reproduce_at_paper_scale(paper: str, title: str, cpu_experiments: Sequence[Any], Experiment: Callable[..., Any],
+                             out: Path, results: Path, chosen: Optional[Sequence[str]], time_limit: Optional[float],
+                             section: Section, log: Any = None) -> str:
+    """Each of the paper's experiments at its sizes (:func:`experiments`; ``chosen``: only these), all its runs at
+    once on one GPU (the first visible; without one, sharing the CPU cores), each allowed ``time_limit`` seconds of
+    training (``None``: the paper's full budget); the report, runs.csv and curves go to ``results``."""
+    log = sys.stderr if log is None else log
+    exps = experiments(paper, cpu_experiments, Experiment)
+    unknown = sorted(set(chosen or ()) - {e.name for e in exps})
+    if unknown:
+        raise CompareError(f"Unknown experiment(s) {', '.join(unknown)} of {paper} at the paper's size; use "
+                           f"{', '.join(e.name for e in exps)}.")
+    budget = "no time limit: each run goes to the paper's full budget" if time_limit is None else \
+        f"each run limited to {time_limit / 60:.1f} min of training in this command (the same command goes on)"
+    parts = [f"# Reproducing {title} at the paper's size", "",
+             f"Written by `python -m lit_rnncells.reproduce {paper} --scale paper`: every cell and seed of an "
+             f"experiment at once on one GPU; {budget}. Epochs reached are listed under each table.", ""]
+    device = visible_gpus()[:1]
+    folders: Dict[str, Path] = {}
+    for exp in [e for e in exps if chosen is None or e.name in chosen]:
+        folder = folders[exp.name] = out / exp.name
+        launcher = LocalLauncher(runs_of(exp), devices=device, time_limit=time_limit)
+        figures = [str(results / f"{exp.name}_curves_steps.png")]
+        text, rows = section(exp, folder, launcher, figures, log)
+        parts += [text, reached(rows, time_limit)]
+    text = "\n".join(parts).rstrip() + "\n"
+    written = write_results(results, text, paper, folders)
+    print(f"reproduce: wrote {len(written)} files to {results} (copy that folder off the machine; the checkpoints "
+          f"stay in {out})", file=log, flush=True)
+    return text
+
+
+def add_options(ap: argparse.ArgumentParser) -> None:
+    """``--scale``, ``--time-budget``, ``--total-minutes`` and ``--results`` of ``python -m lit_rnncells.reproduce``."""
+    ap.add_argument("--scale", choices=("cpu", "paper"), default="cpu",
+                    help="cpu (default): the CPU-sized settings; paper: the papers' sizes, every run of an "
+                         "experiment at once on one GPU")
+    ap.add_argument("--time-budget", type=float, metavar="MINUTES",
+                    help="with --scale paper: minutes of training per run in this command (default: none, the "
+                         "paper's full budget); the same command again goes on from the checkpoints")
+    ap.add_argument("--total-minutes", type=float, metavar="MINUTES",
+                    help="with --scale paper: the whole command's minutes, start, data loading and testing included; "
+                         "each run's time budget is what is left after an allowance for those")
+    ap.add_argument("--results", help="with --scale paper: the small folder of the report, runs.csv and curves "
+                                      "(default <out>/results)")
+
+
+def check_options(args: argparse.Namespace) -> Tuple[Path, Optional[float]]:
+    """The results folder and each run's time limit of ``--scale paper``; a :class:`CompareError` for options that
+    do not fit it."""
+    if args.scale != "paper":
+        raise CompareError("--time-budget and --total-minutes set the runs' time at --scale paper; add --scale paper.")
+    if args.read_only or args.jobs != 1:
+        raise CompareError("--scale paper runs every run of an experiment at once and writes its results; drop "
+                           f"{'--read-only' if args.read_only else '--jobs'}.")
+    results = Path(args.results) if args.results else Path(args.out) / "results"
+    try:
+        check_output_folder(str(results), "--results")
+    except OSError as error:
+        raise CompareError(str(error)) from None
+    return results, time_limit_seconds(args.time_budget, args.total_minutes)

@@ -23,8 +23,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..paths import check_output_file, check_output_folder
 from . import paper_scale
-from .compare import CompareError, Interrupted, Launcher, LocalLauncher, compare, parse_vary
-from .compare.runner import visible_gpus
+from .compare import CompareError, Interrupted, Launcher, LocalLauncher, compare
 from .report import CURVES_FILE, RESULT_FILE, curve_groups, plot_curves, row_of
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -313,11 +312,19 @@ def report_sections(text: str) -> Dict[str, str]:
 
 def run_experiment(exp: Experiment, folder: Path, log: Any, launcher: Optional[Launcher] = None) -> List[Dict[str, Any]]:
     """Run (or reuse the finished runs of) one experiment's comparison in ``folder``; the rows of its runs.csv."""
-    return compare(str(ROOT / exp.config) if not Path(exp.config).is_absolute() else exp.config,
-                   list(exp.cells), seeds=exp.seeds, budget=exp.budget, out=folder,
-                   match_params=exp.match_params, hidden_size=exp.hidden_size, vary=list(exp.vary),
-                   extra=list(exp.extra), test_every_epoch=exp.test_every_epoch, no_wandb=True,
-                   log=log, launcher=launcher)
+    return compare(str(ROOT / exp.config) if not Path(exp.config).is_absolute() else exp.config, list(exp.cells),
+                   seeds=exp.seeds, budget=exp.budget, out=folder, match_params=exp.match_params,
+                   hidden_size=exp.hidden_size, vary=list(exp.vary), extra=list(exp.extra),
+                   test_every_epoch=exp.test_every_epoch, no_wandb=True, log=log, launcher=launcher)
+
+
+def cpu_header(paper: str, title: str) -> List[str]:
+    """The CPU-scale report's title and how it was made."""
+    return [f"# Reproducing {title} at a CPU budget", "",
+            f"Written by `python -m lit_rnncells.reproduce {paper} --out <runs folder> --report <this page>`, which runs "
+            "the experiments below (or reads them where they finished: the comparison runner skips finished runs). "
+            "Every number of ours was measured on this project's 2-core CPU machine at the budget given; the paper's "
+            "numbers come from full-size GPU training, so compare the orderings, not the values.", ""]
 
 
 def reproduce(paper: str, out: Path, report: Optional[Path], experiments: Optional[Sequence[str]] = None,
@@ -333,12 +340,7 @@ def reproduce(paper: str, out: Path, report: Optional[Path], experiments: Option
     if unknown:
         raise CompareError(f"Unknown experiment(s) {', '.join(unknown)} of {paper}; use "
                            f"{', '.join(e.name for e in exps)}.")
-    parts = [f"# Reproducing {title} at a CPU budget", "",
-             f"Written by `python -m lit_rnncells.reproduce {paper} --out <runs folder> --report <this page>`, "
-             "which runs the experiments below (or reads them where they finished: the comparison runner "
-               "skips finished runs). Every number of ours was measured on this project's 2-core CPU machine "
-               "at the budget given; the paper's numbers come from full-size GPU training, so compare the "
-               "orderings, not the values.", ""]
+    parts = cpu_header(paper, title)
     earlier = report_sections(report.read_text(encoding="utf-8")) if report is not None and report.is_file() else {}
     for exp in chosen:
         folder = out / exp.name
@@ -386,79 +388,19 @@ def reproduce(paper: str, out: Path, report: Optional[Path], experiments: Option
     return text
 
 
-def runs_of(exp: Experiment) -> int:
-    """How many runs an experiment has: cells x seeds x grid points."""
-    points = 1
-    for _, values in parse_vary(exp.vary):
-        points *= len(values)
-    return len(exp.cells) * exp.seeds * points
-
-
-def reproduce_paper_scale(paper: str, out: Path, results: Path, experiments: Optional[Sequence[str]] = None,
-                          time_limit: Optional[float] = None, log: Any = None) -> str:
-    """``--scale paper``: each experiment at the paper's sizes (:mod:`.paper_scale`), all its runs at once on one
-    GPU (the first visible; on a machine without one, sharing the CPU cores), each allowed ``time_limit`` seconds
-    of training (``None``: the paper's full budget); the report, runs.csv and curves go to ``results``."""
-    log = sys.stderr if log is None else log
-    if paper not in PAPERS:
-        raise CompareError(f"Unknown paper {paper!r}; use one of {', '.join(PAPERS)}.")
-    title, cpu_experiments = PAPERS[paper]
-    exps = paper_scale.experiments(paper, cpu_experiments, Experiment)
-    unknown = sorted(set(experiments or ()) - {e.name for e in exps})
-    if unknown:
-        raise CompareError(f"Unknown experiment(s) {', '.join(unknown)} of {paper} at the paper's size; use "
-                           f"{', '.join(e.name for e in exps)}.")
-    budget = "no time limit: each run goes to the paper's full budget" if time_limit is None else \
-        f"each run limited to {time_limit / 60:.1f} min of training in this command (the same command goes on)"
-    parts = [f"# Reproducing {title} at the paper's size", "",
-             f"Written by `python -m lit_rnncells.reproduce {paper} --scale paper`: every cell and seed of an "
-             f"experiment at once on one GPU; {budget}. Epochs reached are listed under each table.", ""]
-    device = visible_gpus()[:1]
-    folders: Dict[str, Path] = {}
-    for exp in [e for e in exps if experiments is None or e.name in experiments]:
-        folder = folders[exp.name] = out / exp.name
-        launcher = LocalLauncher(runs_of(exp), devices=device, time_limit=time_limit)
-        rows = run_experiment(exp, folder, log, launcher)
-        figures = [str(results / f"{exp.name}_curves_steps.png")] if (folder / "curves_steps.png").is_file() else []
-        parts.append(experiment_markdown(exp, summarise(rows, exp), figures,
-                                         last_quarter_change(sorted(folder.glob(f"*/{RESULT_FILE}")), exp)))
-        parts.append(paper_scale.reached(rows, time_limit))
-    text = "\n".join(parts).rstrip() + "\n"
-    written = paper_scale.write_results(results, text, paper, folders)
-    print(f"reproduce: wrote {len(written)} files to {results} (copy that folder off the machine; the checkpoints "
-          f"stay in {out})", file=log, flush=True)
-    return text
-
-
-def paper_scale_options(ap: argparse.ArgumentParser) -> None:
-    """``--scale``, ``--time-budget``, ``--total-minutes`` and ``--results`` (:func:`reproduce_paper_scale`)."""
-    ap.add_argument("--scale", choices=("cpu", "paper"), default="cpu",
-                    help="cpu (default): the CPU-sized settings; paper: the papers' sizes, every run of an "
-                         "experiment at once on one GPU")
-    ap.add_argument("--time-budget", type=float, metavar="MINUTES",
-                    help="with --scale paper: minutes of training per run in this command (default: none, the "
-                         "paper's full budget); the same command again goes on from the checkpoints")
-    ap.add_argument("--total-minutes", type=float, metavar="MINUTES",
-                    help="with --scale paper: the whole command's minutes, start, data loading and testing included; "
-                         "each run's time budget is what is left after an allowance for those")
-    ap.add_argument("--results", help="with --scale paper: the small folder of the report, runs.csv and curves "
-                                      "(default <out>/results)")
+def paper_section(exp: Experiment, folder: Path, launcher: Launcher, figures: List[str],
+                  log: Any) -> Tuple[str, List[Dict[str, Any]]]:
+    """Run one experiment (``--scale paper``) and its report section, as at CPU scale; the section and the rows."""
+    rows = run_experiment(exp, folder, log, launcher)
+    files = sorted(folder.glob(f"*/{RESULT_FILE}"))
+    return experiment_markdown(exp, summarise(rows, exp), figures, last_quarter_change(files, exp)), rows
 
 
 def run_paper_scale(args: argparse.Namespace) -> int:
-    """``main`` for ``--scale paper``: one ``error:`` line for options that do not fit, else the runs and results."""
-    if args.scale != "paper":
-        raise CompareError("--time-budget and --total-minutes set the runs' time at --scale paper; add --scale paper.")
-    if args.read_only or args.jobs != 1:
-        raise CompareError("--scale paper runs every run of an experiment at once and writes its results; drop "
-                           f"{'--read-only' if args.read_only else '--jobs'}.")
-    results = Path(args.results) if args.results else Path(args.out) / "results"
-    try:
-        check_output_folder(str(results), "--results")
-    except OSError as error:
-        raise CompareError(str(error)) from None
-    time_limit = paper_scale.time_limit_seconds(args.time_budget, args.total_minutes)
-    text = reproduce_paper_scale(args.paper, Path(args.out), results, args.experiments, time_limit)
+    """``main`` for ``--scale paper`` (:func:`.paper_scale.reproduce_at_paper_scale`)."""
+    results, time_limit = paper_scale.check_options(args)
+    text = paper_scale.reproduce_at_paper_scale(args.paper, *PAPERS[args.paper], Experiment, Path(args.out), results,
+                                                args.experiments, time_limit, paper_section)
     if args.report:
         Path(args.report).parent.mkdir(parents=True, exist_ok=True)
         Path(args.report).write_text(text, encoding="utf-8")
@@ -475,7 +417,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--read-only", action="store_true", help="report the runs that finished; run nothing new")
     ap.add_argument("--jobs", type=int, default=1, metavar="N",
                     help="runs at once (default 1), as compare --jobs: each its own GPU or share of the CPU cores")
-    paper_scale_options(ap)
+    paper_scale.add_options(ap)
     args = ap.parse_args(argv)
     args.out = args.out or ("runs/reproduce-paper" if args.scale == "paper" else "runs/reproduce")
     try:
