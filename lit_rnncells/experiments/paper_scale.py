@@ -130,7 +130,8 @@ def write_results(results: Path, report: str, paper: str, run_folders: Dict[str,
     """The small folder to copy off the machine: ``<paper>.md`` and each experiment's ``runs.csv`` and curves
     (``<experiment>_<file>``), at most :data:`MAX_FILES` files of at most 16 MB each; the files written. The
     seconds-curves go first when the count would pass the limit."""
-    wanted = [(name, folder / f) for name, folder in run_folders.items() for f in RESULT_FILES if (folder / f).is_file()]
+    wanted = [(name, folder / f) for name, folder in run_folders.items() for f in RESULT_FILES
+              if (folder / f).is_file()]
     while len(wanted) + 1 > MAX_FILES and any(src.name == "curves_seconds.png" for _, src in wanted):
         last = max(i for i, (_, src) in enumerate(wanted) if src.name == "curves_seconds.png")
         wanted.pop(last)

@@ -310,7 +310,8 @@ def report_sections(text: str) -> Dict[str, str]:
     return sections
 
 
-def run_experiment(exp: Experiment, folder: Path, log: Any, launcher: Optional[Launcher] = None) -> List[Dict[str, Any]]:
+def run_experiment(exp: Experiment, folder: Path, log: Any,
+                   launcher: Optional[Launcher] = None) -> List[Dict[str, Any]]:
     """Run (or reuse the finished runs of) one experiment's comparison in ``folder``; the rows of its runs.csv."""
     return compare(str(ROOT / exp.config) if not Path(exp.config).is_absolute() else exp.config, list(exp.cells),
                    seeds=exp.seeds, budget=exp.budget, out=folder, match_params=exp.match_params,

@@ -78,8 +78,8 @@ def time_limit_checkpoint():
             timers = [c for c in trainer.callbacks if isinstance(c, Timer)]
             if self.saved or not trainer.should_stop or not timers or timers[0].time_remaining() > 0:
                 return
-            folder = Path(trainer.checkpoint_callback.dirpath) if getattr(trainer.checkpoint_callback, "dirpath", None) \
-                else Path(trainer.default_root_dir) / "checkpoints"
+            own = getattr(trainer.checkpoint_callback, "dirpath", None)
+            folder = Path(own) if own else Path(trainer.default_root_dir) / "checkpoints"
             trainer.save_checkpoint(folder / TIME_LIMIT_CHECKPOINT)
             self.saved = True
             print(f"compare: the time limit stopped the run at step {trainer.global_step}; saved "
@@ -174,8 +174,8 @@ def run_child(spec: RunSpec, ckpt_path: Optional[str] = None, time_limit: Option
 
 
 def child_main(argv: List[str]) -> int:
-    """``--child SPEC_JSON [--ckpt_path CKPT] [--time_limit SECONDS]``: run one spec; on SIGTERM / Ctrl-C (its checkpoint saved) exit with
-    the interrupted status the callbacks set."""
+    """``--child SPEC_JSON [--ckpt_path CKPT] [--time_limit SECONDS]``: run one spec; on SIGTERM / Ctrl-C (its
+    checkpoint saved) exit with the interrupted status the callbacks set."""
     from ... import callbacks
 
     options = dict(zip(argv[2::2], argv[3::2]))  # --ckpt_path CKPT, --time_limit SECONDS

@@ -9,8 +9,8 @@ order. A launcher only runs jobs:
         def run(self, jobs: Sequence[Job], env: Optional[Dict[str, str]], log: Any) -> Dict[str, Optional[dict]]
 
 It returns each job's ``result.json`` contents (``None``: the run failed) by run id (a result with
-``"partial": true`` was stopped by a time limit before its budget, and is resumed by the next run), announcing each run with
-:meth:`Job.started` and :meth:`Job.ended` on ``log``. A run is the command :meth:`Job.command` (the child process of
+``"partial": true`` was stopped by a time limit before its budget, and is resumed by the next run), announcing
+each run with :meth:`Job.started` and :meth:`Job.ended` on ``log``. A run is the command :meth:`Job.command` (the child process of
 :mod:`.child`) with its output appended to ``<run>/log.txt``; a launcher that runs the work in Python instead
 (a cluster job through submitit) calls :func:`.child.run_child` with ``job.spec`` and ``job.resume_from``. When
 SIGTERM or Ctrl-C stops the runner, a launcher passes SIGTERM on to every run it started (each saves a
