@@ -13,6 +13,11 @@
 #   decode, decode-graphs  scripts/bench_compile_decode.py (greedy and beam 5), both modes } LIT_RNNCELLS_DATA set
 #                 (fits-graphs runs the fixed-length PTB job only: CUDA graphs on the padded tasks measured 0.16x
 #                 eager and a time-out, docs/measured.md "On a GPU")
+#   reproduce-paper  `reproduce mzu --scale paper --experiments ptb_char --total-minutes 8`: MZU Table 1 (PTB char,
+#                 GRU, GRU+DT, satMZU+DT, gcnMZU+DT, capMZU+DT) at the paper's sizes, the five runs at once on the
+#                 GPU, the whole command within 8 minutes (with LIT_RNNCELLS_DATA set); the report, runs.csv and
+#                 curves go to OUT_DIR/reproduce-paper, the checkpoints stay in runs/reproduce-paper (running the
+#                 stage again goes on from them)
 # Each output is kept in OUT_DIR, which must be new.
 #
 #   bash scripts/gpu_check.sh [OUT_DIR [STAGE ...]]    # default: gpu_check-<date>-<time>, every stage
@@ -22,7 +27,7 @@
 #
 # docs/measured.md, "On a GPU", holds the last run's tables.
 set -u -o pipefail
-STAGES="tests cells cells-graphs scan padded fits fits-graphs decode decode-graphs"
+STAGES="tests cells cells-graphs scan padded fits fits-graphs decode decode-graphs reproduce-paper"
 out=$(realpath -m "${1:-gpu_check-$(date +%Y%m%d-%H%M%S)}")
 shift $(( $# > 0 ? 1 : 0 ))
 wanted="${*:-$STAGES}"
@@ -62,9 +67,10 @@ for stage in $wanted; do
     fits-graphs) cmd="env $graphs python scripts/bench_compile_tasks.py --accelerator gpu --jobs ptb_satmzu_dt" ;;
     decode) cmd="python scripts/bench_compile_decode.py --device cuda" ;;
     decode-graphs) cmd="env $graphs python scripts/bench_compile_decode.py --device cuda" ;;
+    reproduce-paper) cmd="python -m lit_rnncells.reproduce mzu --scale paper --experiments ptb_char --total-minutes 8 --out runs/reproduce-paper --results $out/reproduce-paper" ;;
   esac
   case "$stage" in
-    fits*|decode*)
+    fits*|decode*|reproduce-paper)
       if [ -z "${LIT_RNNCELLS_DATA:-}" ]; then
         echo "gpu_check: $stage skipped: set LIT_RNNCELLS_DATA to the data folder" | tee "$out/$stage.txt"
         continue

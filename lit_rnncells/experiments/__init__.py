@@ -1,3 +1,4 @@
-"""Experiments over runs: the comparison runner (``compare``), what it writes (``report``), parameter
-matching (``param_match``), the learning-curve callback (``curves``) and the papers' reproduction reports
-(``reproduce``). ``python -m lit_rnncells.compare`` and ``python -m lit_rnncells.reproduce`` run them."""
+"""Experiments over runs: the comparison runner (the ``compare`` package: plan, runner and launchers, child, CLI),
+what it writes (``report``), parameter matching (``param_match``), the learning-curve callback (``curves``), the
+papers' reproduction reports (``reproduce``) and their paper-size settings (``paper_scale``).
+``python -m lit_rnncells.compare`` and ``python -m lit_rnncells.reproduce`` run them."""

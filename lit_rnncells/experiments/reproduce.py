@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..paths import check_output_file, check_output_folder
-from .compare import CompareError, compare
+from . import paper_scale
+from .compare import CompareError, Interrupted, Launcher, LocalLauncher, compare
 from .report import CURVES_FILE, RESULT_FILE, curve_groups, plot_curves, row_of
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -309,10 +310,28 @@ def report_sections(text: str) -> Dict[str, str]:
     return sections
 
 
+def run_experiment(exp: Experiment, folder: Path, log: Any,
+                   launcher: Optional[Launcher] = None) -> List[Dict[str, Any]]:
+    """Run (or reuse the finished runs of) one experiment's comparison in ``folder``; the rows of its runs.csv."""
+    return compare(str(ROOT / exp.config) if not Path(exp.config).is_absolute() else exp.config, list(exp.cells),
+                   seeds=exp.seeds, budget=exp.budget, out=folder, match_params=exp.match_params,
+                   hidden_size=exp.hidden_size, vary=list(exp.vary), extra=list(exp.extra),
+                   test_every_epoch=exp.test_every_epoch, no_wandb=True, log=log, launcher=launcher)
+
+
+def cpu_header(paper: str, title: str) -> List[str]:
+    """The CPU-scale report's title and how it was made."""
+    return [f"# Reproducing {title} at a CPU budget", "",
+            f"Written by `python -m lit_rnncells.reproduce {paper} --out <runs folder> --report <this page>`, which runs "
+            "the experiments below (or reads them where they finished: the comparison runner skips finished runs). "
+            "Every number of ours was measured on this project's 2-core CPU machine at the budget given; the paper's "
+            "numbers come from full-size GPU training, so compare the orderings, not the values.", ""]
+
+
 def reproduce(paper: str, out: Path, report: Optional[Path], experiments: Optional[Sequence[str]] = None,
-              read_only: bool = False, log: Any = None) -> str:
+              read_only: bool = False, log: Any = None, launcher: Optional[Launcher] = None) -> str:
     """Run (or read) a paper's experiments, write and return its markdown report (progress on ``log``, default
-    the current ``sys.stderr``)."""
+    the current ``sys.stderr``); ``launcher`` runs the runs (default one at a time on this machine)."""
     log = sys.stderr if log is None else log
     if paper not in PAPERS:
         raise CompareError(f"Unknown paper {paper!r}; use one of {', '.join(PAPERS)}.")
@@ -322,12 +341,7 @@ def reproduce(paper: str, out: Path, report: Optional[Path], experiments: Option
     if unknown:
         raise CompareError(f"Unknown experiment(s) {', '.join(unknown)} of {paper}; use "
                            f"{', '.join(e.name for e in exps)}.")
-    parts = [f"# Reproducing {title} at a CPU budget", "",
-             f"Written by `python -m lit_rnncells.reproduce {paper} --out <runs folder> --report <this page>`, "
-             "which runs the experiments below (or reads them where they finished: the comparison runner "
-               "skips finished runs). Every number of ours was measured on this project's 2-core CPU machine "
-               "at the budget given; the paper's numbers come from full-size GPU training, so compare the "
-               "orderings, not the values.", ""]
+    parts = cpu_header(paper, title)
     earlier = report_sections(report.read_text(encoding="utf-8")) if report is not None and report.is_file() else {}
     for exp in chosen:
         folder = out / exp.name
@@ -350,11 +364,7 @@ def reproduce(paper: str, out: Path, report: Optional[Path], experiments: Option
                         f"{exp.config}, budget {exp.budget} (finished runs): validation {results[0]['monitor']}",
                         folder / "curves_steps.png")
         else:
-            rows = compare(str(ROOT / exp.config) if not Path(exp.config).is_absolute() else exp.config,
-                           list(exp.cells), seeds=exp.seeds, budget=exp.budget, out=folder,
-                           match_params=exp.match_params, hidden_size=exp.hidden_size, vary=list(exp.vary),
-                           extra=list(exp.extra), test_every_epoch=exp.test_every_epoch, no_wandb=True,
-                           log=log)
+            rows = run_experiment(exp, folder, log, launcher)
         if not rows and kept and NOT_RUN not in kept:  # every run failed: keep what the report had
             parts.append(kept)
             print(f"reproduce: no run of {exp.name} finished; kept the results already in {report}.",
@@ -379,14 +389,38 @@ def reproduce(paper: str, out: Path, report: Optional[Path], experiments: Option
     return text
 
 
+def paper_section(exp: Experiment, folder: Path, launcher: Launcher, figures: List[str],
+                  log: Any) -> Tuple[str, List[Dict[str, Any]]]:
+    """Run one experiment (``--scale paper``) and its report section, as at CPU scale; the section and the rows."""
+    rows = run_experiment(exp, folder, log, launcher)
+    files = sorted(folder.glob(f"*/{RESULT_FILE}"))
+    return experiment_markdown(exp, summarise(rows, exp), figures, last_quarter_change(files, exp)), rows
+
+
+def run_paper_scale(args: argparse.Namespace) -> int:
+    """``main`` for ``--scale paper`` (:func:`.paper_scale.reproduce_at_paper_scale`)."""
+    results, time_limit = paper_scale.check_options(args)
+    text = paper_scale.reproduce_at_paper_scale(args.paper, *PAPERS[args.paper], Experiment, Path(args.out), results,
+                                                args.experiments, time_limit, paper_section)
+    if args.report:
+        Path(args.report).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.report).write_text(text, encoding="utf-8")
+    return 0
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     ap = argparse.ArgumentParser(allow_abbrev=False, prog="python -m lit_rnncells.reproduce", description=__doc__.split("\n\n")[0])
     ap.add_argument("paper", choices=sorted(PAPERS))
-    ap.add_argument("--out", default="runs/reproduce", help="folder of the runs (one subfolder per experiment)")
+    ap.add_argument("--out", help="folder of the runs, one subfolder per experiment (default runs/reproduce, "
+                                  "runs/reproduce-paper with --scale paper)")
     ap.add_argument("--report", help="write the markdown here (default: print it)")
     ap.add_argument("--experiments", nargs="+", help="only these experiments of the paper")
     ap.add_argument("--read-only", action="store_true", help="report the runs that finished; run nothing new")
+    ap.add_argument("--jobs", type=int, default=1, metavar="N",
+                    help="runs at once (default 1), as compare --jobs: each its own GPU or share of the CPU cores")
+    paper_scale.add_options(ap)
     args = ap.parse_args(argv)
+    args.out = args.out or ("runs/reproduce-paper" if args.scale == "paper" else "runs/reproduce")
     try:
         check_output_folder(args.out, "--out")
         if args.report:
@@ -395,11 +429,18 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     try:
+        if args.scale == "paper" or args.time_budget is not None or args.total_minutes is not None:
+            return run_paper_scale(args)
         text = reproduce(args.paper, Path(args.out), Path(args.report) if args.report else None, args.experiments,
-                         args.read_only)
+                         args.read_only, launcher=LocalLauncher(args.jobs))
     except CompareError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    except Interrupted as stop:
+        print(f"reproduce: {stop.signal_name}: stopped {', '.join(stop.run_ids) or 'before the next run'}; rerun the "
+              "same command to go on: finished runs are kept, unfinished ones resume from their checkpoints.",
+              file=sys.stderr, flush=True)
+        return stop.code
     if not args.report:
         print(text)
     return 0
