@@ -110,6 +110,10 @@ def settings_from(args: argparse.Namespace) -> SlurmSettings:
         given = getattr(args, name, None)
         if given is not None:
             values[name] = given
+    for name in ("gpus_per_run", "cpus_per_run"):
+        if name in values and not isinstance(values[name], int):
+            raise SlurmSettingsError(f"{name} {values[name]!r} in --slurm-config is not a whole number; write e.g. "
+                                     f"{name}: 1.")
     settings = SlurmSettings(**values)
     settings.time = str(settings.time)
     return settings
@@ -132,6 +136,12 @@ def _sinfo_partitions() -> Dict[str, str]:
 def check_settings(settings: SlurmSettings) -> None:
     """Everything the cluster would refuse, before any job is submitted: no ``sbatch``, no submitit, an unknown
     partition, a time limit Slurm cannot read or the partition does not allow, negative GPU / CPU counts."""
+    minutes = settings.minutes()
+    if settings.gpus_per_run < 0 or settings.cpus_per_run < 1:
+        raise SlurmSettingsError(f"gpus_per_run {settings.gpus_per_run} / cpus_per_run {settings.cpus_per_run}: "
+                                 "give 0 or more GPUs and 1 or more CPUs per run.")
+    if settings.mem is not None and not re.fullmatch(r"\d+[KMGT]?", str(settings.mem)):
+        raise SlurmSettingsError(f"--mem {settings.mem!r} is not a Slurm memory size; use e.g. 16G or 4000M.")
     if shutil.which("sbatch") is None:
         raise SlurmSettingsError("--launcher slurm needs Slurm's sbatch on PATH and there is none; run compare on a "
                                  "machine of the cluster (a login node), or drop --launcher slurm to run here.")
@@ -140,12 +150,6 @@ def check_settings(settings: SlurmSettings) -> None:
     except ImportError:
         raise SlurmSettingsError("--launcher slurm submits through submitit, which is not installed; pip install "
                                  "'lit_rnncells[slurm]' (or pip install submitit).") from None
-    minutes = settings.minutes()
-    if settings.gpus_per_run < 0 or settings.cpus_per_run < 1:
-        raise SlurmSettingsError(f"gpus_per_run {settings.gpus_per_run} / cpus_per_run {settings.cpus_per_run}: "
-                                 "give 0 or more GPUs and 1 or more CPUs per run.")
-    if settings.mem is not None and not re.fullmatch(r"\d+[KMGT]?", str(settings.mem)):
-        raise SlurmSettingsError(f"--mem {settings.mem!r} is not a Slurm memory size; use e.g. 16G or 4000M.")
     partitions = _sinfo_partitions()
     names = {name.rstrip("*"): limit for name, limit in partitions.items()}
     if settings.partition is not None and settings.partition not in names:
