@@ -16,7 +16,8 @@ fail() { echo "start_slurm: $*" >&2; exit 1; }
 node_idle() { sinfo -h -p "$PARTITION" -o '%t' 2>/dev/null | grep -qx 'idle'; }
 
 # One node `localhost` with two CPUs (one job per CPU: CR_CPU) and the machine's memory (so --mem requests fit);
-# no cgroups (a container has none to give); requeued jobs keep their ids (JobRequeue).
+# no cgroups (a container has none to give); requeued jobs keep their ids (JobRequeue) and start again after
+# 30 s (cred_expire; Slurm's default is 120 s).
 render_conf() {
   local memory
   memory=$(slurmd -C 2>/dev/null | sed -n 's/.*RealMemory=\([0-9]*\).*/\1/p')
@@ -26,6 +27,7 @@ ClusterName=local
 SlurmctldHost=localhost
 SlurmUser=root
 AuthType=auth/munge
+AuthInfo=cred_expire=30
 MpiDefault=none
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none

@@ -1,4 +1,4 @@
-"""The Slurm launcher: each run of a comparison is one task of a Slurm job array, submitted through submitit.
+"""The Slurm launcher: each run of a comparison is one Slurm job, submitted through submitit.
 
 - A job runs the run's child command (:meth:`.runner.Job.command`) with its output appended to ``<run>/log.txt``,
   resuming from the run's newest checkpoint when it has one.
@@ -69,17 +69,18 @@ class SlurmRun(submitit.helpers.Checkpointable):
         spec = RunSpec(**json.loads((folder / "spec.json").read_text()))
         command = Job(spec, None if found is None else found[0], 1, 1).command()
         log_path = folder / ("log.txt" if rank == 0 else f"log-rank{rank}.txt")
-        job = os.environ.get("SLURM_ARRAY_JOB_ID", os.environ.get("SLURM_JOB_ID", "?"))
-        task = os.environ.get("SLURM_ARRAY_TASK_ID")
+        job = os.environ.get("SLURM_JOB_ID", "?")
         with open(log_path, "a") as log:
             restart = os.environ.get("SLURM_RESTART_COUNT", "0")
             resuming = f", resuming from {found[0]} (step {found[1]})" if found is not None else ""
-            log.write(f"compare: Slurm job {job}{'_' + task if task else ''} on {socket.gethostname()} "
+            log.write(f"compare: Slurm job {job} on {socket.gethostname()} "
                       f"(start {int(restart) + 1}){resuming}\n")
             log.flush()
             self._proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=child_env(self.env),
                                           preexec_fn=_ignore_requeue_signal)
-            code = self._proc.wait()
+            while self._proc.poll() is None:  # not wait(): it would hold the lock checkpoint()'s wait needs
+                time.sleep(0.5)
+            code = self._proc.returncode
         if code != 0:
             raise RuntimeError(f"the run exited with status {code}; its log is {log_path}")
         return code
@@ -108,12 +109,11 @@ def read_jobs(out: Path) -> Dict[str, str]:
 
 
 def alive_jobs(job_ids: Sequence[str]) -> Dict[str, str]:
-    """The state of each of ``job_ids`` (``123`` or array tasks ``123_4``) that has not ended, by id."""
+    """The state of each of ``job_ids`` that has not ended, by id."""
     if not job_ids:
         return {}
-    arrays = sorted({j.split("_")[0] for j in job_ids})
     for attempt in range(20):
-        proc = subprocess.run(["squeue", "-h", "-r", "-o", "%i %T", "-j", ",".join(arrays)], capture_output=True,
+        proc = subprocess.run(["squeue", "-h", "-o", "%i %T", "-j", ",".join(job_ids)], capture_output=True,
                               text=True, timeout=120)
         if proc.returncode == 0 or "Invalid job id" in proc.stderr:
             states = dict(line.split()[:2] for line in proc.stdout.splitlines() if len(line.split()) >= 2)
@@ -178,7 +178,7 @@ def wait_for_earlier_jobs(out: Path, log: Any = None) -> None:
 
 
 class SlurmLauncher(Launcher):
-    """Each run one task of a Slurm job array (see the module's docstring)."""
+    """Each run one Slurm job (see the module's docstring)."""
 
     def __init__(self, settings: SlurmSettings, out: Path) -> None:
         self.settings = settings
@@ -202,11 +202,10 @@ class SlurmLauncher(Launcher):
         return executor
 
     def submit(self, jobs: Sequence[Job], env: Optional[Dict[str, str]]) -> List[str]:
-        """Submit ``jobs`` as one array; their job ids, also recorded in ``<out>/slurm/jobs.json``."""
+        """Submit each of ``jobs``; their job ids, also recorded in ``<out>/slurm/jobs.json``."""
         executor = self.executor()
-        try:
-            with executor.batch():
-                handles = [executor.submit(SlurmRun(job.spec.folder, env)) for job in jobs]
+        try:  # one job per run (not an array: Slurm refuses to signal or requeue an array's task while others wait)
+            handles = [executor.submit(SlurmRun(job.spec.folder, env)) for job in jobs]
         except (submitit.core.utils.FailedJobError, subprocess.CalledProcessError) as error:
             said = " ".join(str(error).split())[-300:]
             raise SlurmSettingsError(f"sbatch refused the jobs ({said}); fix the Slurm settings and rerun.") from None
