@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..paths import check_output_file, check_output_folder
-from .compare import CompareError, compare
+from .compare import CompareError, Launcher, LocalLauncher, compare
 from .report import CURVES_FILE, RESULT_FILE, curve_groups, plot_curves, row_of
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -309,10 +309,19 @@ def report_sections(text: str) -> Dict[str, str]:
     return sections
 
 
+def run_experiment(exp: Experiment, folder: Path, log: Any, launcher: Optional[Launcher] = None) -> List[Dict[str, Any]]:
+    """Run (or reuse the finished runs of) one experiment's comparison in ``folder``; the rows of its runs.csv."""
+    return compare(str(ROOT / exp.config) if not Path(exp.config).is_absolute() else exp.config,
+                   list(exp.cells), seeds=exp.seeds, budget=exp.budget, out=folder,
+                   match_params=exp.match_params, hidden_size=exp.hidden_size, vary=list(exp.vary),
+                   extra=list(exp.extra), test_every_epoch=exp.test_every_epoch, no_wandb=True,
+                   log=log, launcher=launcher)
+
+
 def reproduce(paper: str, out: Path, report: Optional[Path], experiments: Optional[Sequence[str]] = None,
-              read_only: bool = False, log: Any = None) -> str:
+              read_only: bool = False, log: Any = None, launcher: Optional[Launcher] = None) -> str:
     """Run (or read) a paper's experiments, write and return its markdown report (progress on ``log``, default
-    the current ``sys.stderr``)."""
+    the current ``sys.stderr``); ``launcher`` runs the runs (default one at a time on this machine)."""
     log = sys.stderr if log is None else log
     if paper not in PAPERS:
         raise CompareError(f"Unknown paper {paper!r}; use one of {', '.join(PAPERS)}.")
@@ -350,11 +359,7 @@ def reproduce(paper: str, out: Path, report: Optional[Path], experiments: Option
                         f"{exp.config}, budget {exp.budget} (finished runs): validation {results[0]['monitor']}",
                         folder / "curves_steps.png")
         else:
-            rows = compare(str(ROOT / exp.config) if not Path(exp.config).is_absolute() else exp.config,
-                           list(exp.cells), seeds=exp.seeds, budget=exp.budget, out=folder,
-                           match_params=exp.match_params, hidden_size=exp.hidden_size, vary=list(exp.vary),
-                           extra=list(exp.extra), test_every_epoch=exp.test_every_epoch, no_wandb=True,
-                           log=log)
+            rows = run_experiment(exp, folder, log, launcher)
         if not rows and kept and NOT_RUN not in kept:  # every run failed: keep what the report had
             parts.append(kept)
             print(f"reproduce: no run of {exp.name} finished; kept the results already in {report}.",
@@ -386,6 +391,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--report", help="write the markdown here (default: print it)")
     ap.add_argument("--experiments", nargs="+", help="only these experiments of the paper")
     ap.add_argument("--read-only", action="store_true", help="report the runs that finished; run nothing new")
+    ap.add_argument("--jobs", type=int, default=1, metavar="N",
+                    help="runs at once (default 1), as compare --jobs: each its own GPU or share of the CPU cores")
+    add_slurm_options(ap)
     args = ap.parse_args(argv)
     try:
         check_output_folder(args.out, "--out")
@@ -395,8 +403,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     try:
+        launcher = slurm_launcher(args, Path(args.out)) if args.launcher == "slurm" else LocalLauncher(args.jobs)
         text = reproduce(args.paper, Path(args.out), Path(args.report) if args.report else None, args.experiments,
-                         args.read_only)
+                         args.read_only, launcher=launcher)
     except CompareError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

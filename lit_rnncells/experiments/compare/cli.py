@@ -48,6 +48,9 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--test-every-epoch", action="store_true",
                     help="also test each epoch's checkpoint (test metric per epoch, CARU Fig. 2)")
     ap.add_argument("--no-wandb", action="store_true", help="runs log nothing (--trainer.logger false)")
+    ap.add_argument("--jobs", type=int, default=1, metavar="N",
+                    help="runs at once (default 1): each gets its own GPU, round-robin over the visible ones, or "
+                         "its share of the CPU cores")
     ap.add_argument("--out", default="runs/compare", help="folder of the runs and the outputs")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     add_slurm_options(ap)
@@ -61,6 +64,9 @@ def error_exit(message: str) -> int:
 
 def interrupted_exit(stop: Interrupted, out: Path) -> int:
     """Say which runs SIGTERM / Ctrl-C stopped and what each saved; the first stopped run's exit status."""
+    if not stop.run_ids:
+        print(f"compare: {stop.signal_name}: stopped before run {stop.run_id} started; rerun the same command to go "
+              "on: finished runs are kept.", file=sys.stderr, flush=True)
     for run_id in stop.run_ids:
         checkpoint = out / run_id / run_folder.CHECKPOINTS / "interrupted.ckpt"
         saved = f"it saved {checkpoint}" if checkpoint.is_file() else "it saved no checkpoint"
@@ -88,7 +94,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         launcher = slurm_launcher(args, Path(args.out)) if args.launcher == "slurm" else None
         rows = compare(args.config, args.cells, args.seed_list or args.seeds, args.budget, args.out,
                        args.match_params, args.hidden_size, args.vary, args.monitor, args.mode, extra,
-                       args.test_every_epoch, args.no_wandb, failed=failed, launcher=launcher)
+                       args.test_every_epoch, args.no_wandb, failed=failed, jobs=args.jobs, launcher=launcher)
     except CompareError as error:
         return error_exit(str(error))
     except Interrupted as stop:

@@ -177,12 +177,35 @@ def match_point(config: str, cells: Sequence[Any], point: Dict[str, str], match_
         raise CompareError(f"The config with {' '.join(point_args) or 'no extra arguments'} is refused: "
                            f"{message}") from None
     target = counter.target(match_params)
-    matches: Dict[str, Match] = {}
+    matches = {cell_label(cell): counter.match(cell, target) for cell in cells}
+    check_within_reach(counter, cells, matches, match_params)
     where = "".join(f"{k}={v} " for k, v in point.items())
-    for cell in cells:
-        matches[cell_label(cell)] = counter.match(cell, target)
-        print(f"compare: {where}{matches[cell_label(cell)].describe()}", file=log, flush=True)
+    for match in matches.values():
+        print(f"compare: {where}{match.describe()}", file=log, flush=True)
     return matches
+
+
+MATCH_TOLERANCE = 0.05
+"""A parameter target more than this far below a cell's smallest model is refused (too far to compare at)."""
+
+
+def check_within_reach(counter: ParamCounter, cells: Sequence[Any], matches: Dict[str, Match],
+                       match_params: str) -> None:
+    """Refuse a target below what a cell reaches: its smallest model more than 5 % above the target (as the matcher
+    refuses a target above what the largest size reaches). Coarse steps between sizes are kept, and printed."""
+    floors = []
+    for cell in cells:
+        match = matches[cell_label(cell)]
+        if match.gap > MATCH_TOLERANCE and not any(counter.count(cell, h) is not None
+                                                   for h in range(1, match.hidden_size)):
+            floors.append(match)
+    if floors:
+        first = floors[0]
+        least = max(m.params for m in floors)
+        raise CompareError(f"--match-params {match_params}: no hidden size of {first.cell} comes within "
+                           f"{MATCH_TOLERANCE:.0%} of {first.target:,} parameters (its smallest model (hidden "
+                           f"{first.hidden_size}) has {first.params:,}); give a target of at least {least:,}, e.g. "
+                           "GRU@8.")
 
 
 def plan(config: str, cells: Sequence[Any], seeds: Sequence[int], budget: Budget, out: Path,
@@ -210,7 +233,19 @@ def plan(config: str, cells: Sequence[Any], seeds: Sequence[int], budget: Budget
                                      grid=point, hidden_size=hidden, budget=str(budget), monitor=monitor, mode=mode,
                                      test_every_epoch=test_every_epoch, no_wandb=no_wandb, extra=list(extra),
                                      match=None if match is None else {**asdict(match), "gap": match.gap}))
+    check_distinct(specs)
     return specs
+
+
+def check_distinct(specs: Sequence[RunSpec]) -> None:
+    """No two runs share a run folder (e.g. two ``--vary`` values written alike in a run id)."""
+    seen: Dict[str, RunSpec] = {}
+    for spec in specs:
+        if spec.run_id in seen:
+            raise CompareError(f"Two runs of the plan would share the run folder {spec.run_id} (grid points "
+                               f"{seen[spec.run_id].grid} and {spec.grid}); give --vary values that differ in "
+                               "letters or digits.")
+        seen[spec.run_id] = spec
 
 
 def check_arguments(specs: Sequence[RunSpec]) -> None:

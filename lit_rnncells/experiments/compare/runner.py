@@ -33,7 +33,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence
 
 from ..report import RESULT_FILE
 from .folders import check_resumable, prepare_folder
-from .planning import RunSpec
+from .planning import CompareError, RunSpec
 
 ROOT = Path(__file__).resolve().parents[3]
 """The repository root, put on the children's PYTHONPATH."""
@@ -106,6 +106,13 @@ def read_result(spec: RunSpec, returncode: int) -> Optional[Dict[str, Any]]:
     return json.loads(path.read_text())
 
 
+def terminate(proc: subprocess.Popen) -> None:
+    """Send ``proc`` SIGTERM once (a second one could cut short the checkpoint the first makes it save)."""
+    if proc.poll() is None and not getattr(proc, "terminated", False):
+        proc.send_signal(signal.SIGTERM)
+        proc.terminated = True  # type: ignore[attr-defined]
+
+
 @contextlib.contextmanager
 def forwarding_signals(procs: Any) -> Iterator[List[str]]:
     """While the runner waits, SIGTERM to this process goes on to each process in ``procs`` (one ``Popen`` or a
@@ -119,8 +126,7 @@ def forwarding_signals(procs: Any) -> Iterator[List[str]]:
     def on_term(signum: int, frame: Any) -> None:
         received.append("SIGTERM")
         for proc in procs if isinstance(procs, list) else [procs]:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
+            terminate(proc)
 
     def on_int(signum: int, frame: Any) -> None:
         received.append("SIGINT")
@@ -167,17 +173,98 @@ class Launcher:
         raise NotImplementedError
 
 
+def visible_gpus() -> List[str]:
+    """The GPUs a child may be given: the entries of this process's ``CUDA_VISIBLE_DEVICES`` when set, else
+    ``0..n-1`` for the n GPUs torch sees (none on a machine without CUDA)."""
+    listed = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if listed is not None:
+        return [d.strip() for d in listed.split(",") if d.strip() and d.strip() != "-1"]
+    try:
+        import torch
+
+        return [str(i) for i in range(torch.cuda.device_count())]
+    except Exception:  # noqa: BLE001 - no usable CUDA: no GPUs
+        return []
+
+
+def cpu_cores() -> int:
+    """The CPU cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
 class LocalLauncher(Launcher):
-    """Each job in a fresh process on this machine, one after another."""
+    """Each job in a fresh process on this machine, ``jobs`` at once (default one after another).
+
+    With ``jobs`` > 1, the run in slot *i* gets ``CUDA_VISIBLE_DEVICES`` = ``devices[i % len(devices)]`` (default
+    :func:`visible_gpus`: one GPU per run while there are enough, round-robin after; ``devices=["0"]`` puts every
+    run on GPU 0, sharing it) and ``OMP_NUM_THREADS`` = cores // ``jobs`` (unless this process's environment or
+    ``env`` sets it). Jobs start in the plan's order; the results do not depend on which ends first."""
+
+    def __init__(self, jobs: int = 1, devices: Optional[Sequence[str]] = None, poll_seconds: float = 0.2) -> None:
+        if int(jobs) < 1:
+            raise CompareError(f"--jobs {jobs} is not a positive number of runs at once; use e.g. --jobs 2.")
+        self.jobs, self.poll_seconds = int(jobs), poll_seconds
+        self.devices = list(devices) if devices is not None else (visible_gpus() if self.jobs > 1 else [])
+
+    def slot_env(self, slot: int, env: Optional[Dict[str, str]]) -> Dict[str, str]:
+        """What the run in ``slot`` is given on top of this process's environment (see the class docstring)."""
+        if self.jobs == 1:
+            return {}
+        given: Dict[str, str] = {}
+        if self.devices:
+            given["CUDA_VISIBLE_DEVICES"] = self.devices[slot % len(self.devices)]
+        if "OMP_NUM_THREADS" not in os.environ and "OMP_NUM_THREADS" not in (env or {}):
+            given["OMP_NUM_THREADS"] = str(max(1, cpu_cores() // self.jobs))
+        return given
 
     def run(self, jobs: Sequence[Job], env: Optional[Dict[str, str]], log: Any) -> Dict[str, Optional[Dict[str, Any]]]:
+        pending, free = list(jobs), list(range(self.jobs))
+        running: Dict[subprocess.Popen, tuple] = {}
+        procs: List[subprocess.Popen] = []  # every child started: SIGTERM goes to those still running
         results: Dict[str, Optional[Dict[str, Any]]] = {}
-        for job in jobs:
-            job.started(log)
-            start = time.perf_counter()
-            results[job.spec.run_id] = launch(job.spec, env, job.resume_from)
-            job.ended(results[job.spec.run_id], time.perf_counter() - start, log)
+        stopped: List[tuple] = []  # (run id, exit status) of the runs a signal stopped
+        with forwarding_signals(procs) as received:
+            while pending or running:
+                while pending and free and not received:
+                    slot, job = free.pop(0), pending.pop(0)
+                    running[self.start(job, slot, env, log, procs)] = (job, slot, time.perf_counter())
+                for proc in [p for p in running if p.poll() is not None]:
+                    job, slot, start = running.pop(proc)
+                    proc.stdout_file.close()
+                    results[job.spec.run_id] = read_result(job.spec, proc.returncode)
+                    if received and results[job.spec.run_id] is None:
+                        stopped.append((job.spec.run_id, proc.returncode))
+                    else:
+                        job.ended(results[job.spec.run_id], time.perf_counter() - start, log)
+                    free.append(slot)
+                if received and not running:
+                    break
+                if "SIGTERM" in received:  # a child started as the signal came
+                    for proc in running:
+                        terminate(proc)
+                time.sleep(self.poll_seconds if running else 0)
+        if received and (stopped or pending):
+            code = 143 if received[0] == "SIGTERM" else 130
+            first = stopped[0] if stopped else (pending[0].spec.run_id, code)
+            raise Interrupted(first[0], received[0], first[1], [run_id for run_id, _ in stopped])
         return results
+
+    def start(self, job: Job, slot: int, env: Optional[Dict[str, str]], log: Any,
+              procs: List[subprocess.Popen]) -> subprocess.Popen:
+        """Start ``job``'s child in ``slot``, its output to its ``log.txt``; say so on ``log``."""
+        given = self.slot_env(slot, env)
+        where = "".join([f" on GPU {given['CUDA_VISIBLE_DEVICES']}" if "CUDA_VISIBLE_DEVICES" in given else "",
+                         f" ({given['OMP_NUM_THREADS']} threads)" if "OMP_NUM_THREADS" in given else ""])
+        job.started(log, where)
+        output = open_log(job)
+        proc = subprocess.Popen(job.command(), stdout=output, stderr=subprocess.STDOUT,
+                                env=child_env({**given, **(env or {})}))
+        proc.stdout_file = output  # type: ignore[attr-defined]  # closed when the run ends
+        procs.append(proc)
+        return proc
 
 
 def run_specs(specs: Sequence[RunSpec], env: Optional[Dict[str, str]] = None, log: Any = None,

@@ -168,21 +168,23 @@ def wait_for_earlier_jobs(out: Path, log: Any = None) -> None:
     """Before a rerun plans anything: wait for the jobs of an earlier submission that are still queued or running
     (their runs are then kept when they finished, resumed or restarted when not)."""
     log = sys.stderr if log is None else log
-    earlier = read_jobs(out)
-    alive = alive_jobs(list(earlier.values()))
-    if alive:
-        waiting = {run_id: job for run_id, job in earlier.items() if job in alive}
-        print(f"compare: {len(waiting)} run(s) of an earlier submission are still Slurm jobs "
-              f"({', '.join(waiting.values())}); waiting for them before going on", file=log, flush=True)
-        wait_for(waiting, out)
+    for recorded in sorted(Path(out).glob(f"**/{SLURM_FOLDER}/{JOBS_FILE}")):
+        folder = recorded.parent.parent
+        earlier = read_jobs(folder)
+        alive = alive_jobs(list(earlier.values()))
+        if alive:
+            waiting = {run_id: job for run_id, job in earlier.items() if job in alive}
+            print(f"compare: {len(waiting)} run(s) of an earlier submission into {folder} are still Slurm jobs "
+                  f"({', '.join(waiting.values())}); waiting for them before going on", file=log, flush=True)
+            wait_for(waiting, folder)
 
 
 class SlurmLauncher(Launcher):
     """Each run one Slurm job (see the module's docstring)."""
 
-    def __init__(self, settings: SlurmSettings, out: Path) -> None:
+    def __init__(self, settings: SlurmSettings) -> None:
         self.settings = settings
-        self.out = Path(out)
+        self.out = Path(".")  # the comparison's folder, the parent of its runs' folders (set by :meth:`run`)
 
     def executor(self) -> submitit.AutoExecutor:
         """submitit's executor with the settings: one node, one task per GPU (one task without GPUs)."""
@@ -215,6 +217,7 @@ class SlurmLauncher(Launcher):
         return ids
 
     def run(self, jobs: Sequence[Job], env: Optional[Dict[str, str]], log: Any) -> Dict[str, Optional[Dict[str, Any]]]:
+        self.out = Path(jobs[0].spec.folder).parent
         ids = self.submit(jobs, env)
         by_run = {job.spec.run_id: job for job in jobs}
         started = time.perf_counter()

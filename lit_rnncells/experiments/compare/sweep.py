@@ -2,6 +2,7 @@
 launcher (:mod:`.runner`) and write ``runs.csv``, ``summary.md`` and the curves (:mod:`..report`)."""
 from __future__ import annotations
 
+import json
 import re
 import sys
 from pathlib import Path
@@ -9,8 +10,9 @@ from typing import Any, Dict, List, Optional, Sequence, Union
 
 from ...paths import check_output_folder
 from ..report import curve_groups, log_to_wandb, plot_curves, row_of, summary_markdown, write_csv
+from ..param_match import cell_name
 from .planning import Budget, CompareError, check_arguments, check_cell, default_monitor, mode_of, parse_vary, plan
-from .runner import Launcher, run_specs
+from .runner import Launcher, LocalLauncher, run_specs
 
 CellSpec = Union[str, Dict[str, Any]]
 
@@ -34,10 +36,33 @@ def check_match_params(match_params: Optional[Union[int, str]], hidden_size: Opt
 
 
 def check_cells(cells: Sequence[CellSpec]) -> List[Any]:
-    """The cells as the runner takes them (:func:`.planning.check_cell`); at least one."""
+    """The cells as the runner takes them (:func:`.planning.check_cell`); at least one, none named twice (the same
+    class with the same options, whatever the spelling: ``GRU gru``, options in another order)."""
     if not cells:
         raise CompareError("--cells is empty; name at least one cell, e.g. --cells GRU MuFuRU.")
-    return [check_cell(c) if isinstance(c, str) else c for c in cells]
+    checked = [check_cell(c) if isinstance(c, str) else c for c in cells]
+    seen: Dict[str, CellSpec] = {}
+    for given, cell in zip(cells, checked):
+        key = cell_key(cell)
+        if key in seen:
+            raise CompareError(f"--cells names one cell twice ({shown(seen[key])} and {shown(given)}); give each cell "
+                               "once (--seeds sets how many runs each cell gets).")
+        seen[key] = given
+    return checked
+
+
+def cell_key(cell: Any) -> str:
+    """A cell spec with its name resolved to the registered class and its options in a fixed order."""
+    if isinstance(cell, dict):
+        options = {k: cell_key(v) if isinstance(v, (str, dict)) and k == "cell" else v
+                   for k, v in (cell.get("init_args") or {}).items()}
+        return json.dumps([cell_name(cell), options], sort_keys=True, default=str)
+    return cell_name(cell)
+
+
+def shown(cell: CellSpec) -> str:
+    """A cell as the user gave it, quoted."""
+    return repr(cell) if isinstance(cell, str) else repr(json.dumps(cell, sort_keys=True))
 
 
 def check_seeds(seeds: Union[int, Sequence[int]]) -> List[int]:
@@ -71,13 +96,14 @@ def compare(config: str, cells: Sequence[CellSpec], seeds: Union[int, Sequence[i
             vary: Sequence[str] = (), monitor: Optional[str] = None, mode: Optional[str] = None,
             extra: Sequence[str] = (), test_every_epoch: bool = False, no_wandb: bool = False,
             env: Optional[Dict[str, str]] = None, log: Any = None,
-            failed: Optional[List[str]] = None, launcher: Optional[Launcher] = None) -> List[Dict[str, Any]]:
+            failed: Optional[List[str]] = None, launcher: Optional[Launcher] = None,
+            jobs: int = 1) -> List[Dict[str, Any]]:
     """Run (or reuse the finished runs of) a comparison and write its CSV, table and plots; the CSV's rows.
 
     ``seeds`` is a count (seeds 1..N) or a list; ``cells`` are names or ``Name(key=value,...)`` strings or
     ``{class_path, init_args}`` dicts. Failed runs are reported on ``log``, left out of the rows and their ids
     appended to ``failed`` when given; ``log`` defaults to the current ``sys.stderr``. ``launcher`` runs the
-    runs (default: :class:`.runner.LocalLauncher`, one after another on this machine)."""
+    runs (default: a :class:`.runner.LocalLauncher` running ``jobs`` at once on this machine)."""
     log = sys.stderr if log is None else log
     if not Path(config).is_file():
         raise CompareError(f"The config {config!r} does not exist; pass the path of a task config, e.g. "
@@ -87,6 +113,7 @@ def compare(config: str, cells: Sequence[CellSpec], seeds: Union[int, Sequence[i
     except OSError as error:
         raise CompareError(str(error)) from None
     cells = check_cells(cells)
+    launcher = launcher or LocalLauncher(jobs)
     budget = budget if isinstance(budget, Budget) else Budget.parse(budget)
     grid = parse_vary(vary)
     check_match_params(match_params, hidden_size, grid)
