@@ -65,6 +65,19 @@ def test_no_sbatch_on_path_is_one_error_line_before_anything_is_submitted(tmp_pa
     assert "needs Slurm's sbatch on PATH" in line and "drop --launcher slurm" in line
 
 
+def test_reproduce_takes_the_slurm_launcher_and_checks_it_the_same_way(tmp_path, capsys, monkeypatch):
+    from lit_rnncells.experiments.reproduce import main as reproduce_main
+
+    monkeypatch.setenv("PATH", str(tmp_path))
+    out = tmp_path / "out"
+    assert reproduce_main(["mzu", "--launcher", "slurm", "--out", str(out)]) == 2
+    assert "needs Slurm's sbatch on PATH" in error_line(capsys.readouterr().err) and not out.exists()
+
+
+def test_jobs_and_the_slurm_launcher_together_are_one_error_line(tmp_path, capsys):
+    assert "drop --jobs" in compare_error([*GRID, "--launcher", "slurm", "--jobs", "2"], tmp_path, capsys)
+
+
 @pytest.mark.parametrize("option, value, said", [("--time", "1:xx", "is not a Slurm time limit"),
                                                  ("--time", "0", "is no time at all"),
                                                  ("--mem", "16 GB", "is not a Slurm memory size")])

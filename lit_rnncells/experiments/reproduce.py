@@ -23,6 +23,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..paths import check_output_file, check_output_folder
 from .compare import CompareError, Launcher, LocalLauncher, compare
+from .compare.slurm_settings import add_slurm_options, slurm_launcher
 from .report import CURVES_FILE, RESULT_FILE, curve_groups, plot_curves, row_of
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -168,7 +168,8 @@ def wait_for_earlier_jobs(out: Path, log: Any = None) -> None:
     """Before a rerun plans anything: wait for the jobs of an earlier submission that are still queued or running
     (their runs are then kept when they finished, resumed or restarted when not)."""
     log = sys.stderr if log is None else log
-    for recorded in sorted(Path(out).glob(f"**/{SLURM_FOLDER}/{JOBS_FILE}")):
+    recorded_files = [jobs_file(Path(out)), *sorted(Path(out).glob(f"*/{SLURM_FOLDER}/{JOBS_FILE}"))]
+    for recorded in (f for f in recorded_files if f.is_file()):
         folder = recorded.parent.parent
         earlier = read_jobs(folder)
         alive = alive_jobs(list(earlier.values()))
