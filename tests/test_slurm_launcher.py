@@ -90,6 +90,11 @@ def test_an_unknown_partition_is_one_error_line_naming_the_known_ones(slurm, tmp
     assert "'nosuchpartition' is not a partition of this cluster; sinfo lists" in line
 
 
+def test_a_job_slurm_would_refuse_is_one_error_line_before_anything_is_submitted(slurm, tmp_path, capsys):  # noqa: F811
+    line = compare_error([*GRID, "--launcher", "slurm", "--mem", "999999999G"], tmp_path, capsys)
+    assert "Slurm would refuse the runs' jobs (" in line and "--mem" in line
+
+
 def wait_for(path: Path, proc: subprocess.Popen, seconds: float = 300) -> str:
     end = time.monotonic() + seconds
     while not path.exists():

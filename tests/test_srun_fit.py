@@ -68,3 +68,21 @@ def test_two_srun_tasks_train_exactly_as_one_process_on_the_same_global_batch(sl
     assert_ddp_matches_one_process(lambda devices, batch: logic(tmp_path, tmp_path, tmp_path / f"run{devices}",
                                                                 batch, 0.0),
                                    tmp_path, launch=["srun", "-N1", "-n2", "--time", "10"])
+
+
+@pytest.mark.parametrize("in_a_job", [False, True])
+def test_lightnings_srun_hint_is_dropped_outside_a_slurm_job_only(monkeypatch, in_a_job):
+    """On a machine with Slurm installed Lightning warns on every Trainer that srun is not used: noise outside a
+    job (a login node, a workstation), a hint worth keeping inside one."""
+    import warnings
+
+    from lit_rnncells.quiet import quiet_known_noise
+
+    monkeypatch.delenv("SLURM_JOB_ID", raising=False)
+    if in_a_job:
+        monkeypatch.setenv("SLURM_JOB_ID", "7")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        quiet_known_noise()
+        warnings.warn("The `srun` command is available on your system but is not used. HINT: ...", UserWarning)
+    assert len(caught) == (1 if in_a_job else 0)

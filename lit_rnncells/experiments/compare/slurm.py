@@ -207,14 +207,19 @@ class SlurmLauncher(Launcher):
     def submit(self, jobs: Sequence[Job], env: Optional[Dict[str, str]]) -> List[str]:
         """Submit each of ``jobs``; their job ids, also recorded in ``<out>/slurm/jobs.json``."""
         executor = self.executor()
-        try:  # one job per run (not an array: Slurm refuses to signal or requeue an array's task while others wait)
-            handles = [executor.submit(SlurmRun(job.spec.folder, env)) for job in jobs]
-        except (submitit.core.utils.FailedJobError, subprocess.CalledProcessError) as error:
-            said = " ".join(str(error).split())[-300:]
-            raise SlurmSettingsError(f"sbatch refused the jobs ({said}); fix the Slurm settings and rerun.") from None
-        ids = [str(h.job_id) for h in handles]
-        recorded = {**read_jobs(self.out), **{job.spec.run_id: i for job, i in zip(jobs, ids)}}
-        jobs_file(self.out).write_text(json.dumps(recorded, indent=1))
+        recorded, ids = read_jobs(self.out), []
+        # one job per run, not an array: Slurm cannot signal or requeue an array's task while others wait
+        for job in jobs:
+            try:
+                ids.append(str(executor.submit(SlurmRun(job.spec.folder, env)).job_id))
+            except (submitit.core.utils.FailedJobError, subprocess.CalledProcessError) as error:
+                said = " ".join(str(error).split())[-300:]
+                going = (f"; the {len(ids)} job(s) submitted before it go on and a rerun collects them" if ids
+                         else "")
+                raise SlurmSettingsError(f"sbatch refused the job of {job.spec.run_id} ({said}){going}; fix the Slurm "
+                                         "settings and rerun.") from None
+            recorded[job.spec.run_id] = ids[-1]
+            jobs_file(self.out).write_text(json.dumps(recorded, indent=1))  # as each is submitted
         return ids
 
     def run(self, jobs: Sequence[Job], env: Optional[Dict[str, str]], log: Any) -> Dict[str, Optional[Dict[str, Any]]]:

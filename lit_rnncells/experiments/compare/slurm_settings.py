@@ -162,6 +162,26 @@ def check_settings(settings: SlurmSettings) -> None:
                                  "most that (a run that reaches it is checkpointed and requeued).")
 
 
+def test_submission(settings: SlurmSettings) -> None:
+    """``sbatch --test-only`` with the job a run would get: Slurm's own refusal (memory no node has, an account it
+    does not know, ...) as one sentence, before anything is submitted."""
+    command = ["sbatch", "--test-only", "--nodes=1", f"--ntasks-per-node={max(1, settings.gpus_per_run)}",
+               f"--cpus-per-task={settings.cpus_per_run}", f"--time={settings.minutes()}", "--wrap", "true"]
+    for name, value in (("partition", settings.partition), ("account", settings.account), ("mem", settings.mem),
+                        ("gpus-per-node", settings.gpus_per_run or None)):
+        if value is not None:
+            command.append(f"--{name}={value}")
+    try:
+        proc = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise SlurmSettingsError(f"sbatch --test-only failed ({error}); check that Slurm answers (sinfo), or drop "
+                                 "--launcher slurm.") from None
+    if proc.returncode != 0:
+        said = "; ".join(line.replace("sbatch: error: ", "") for line in proc.stderr.strip().splitlines()) or "no message"
+        raise SlurmSettingsError(f"Slurm would refuse the runs' jobs ({said}); fix --partition / --time / --mem / "
+                                 "--account / --gpus-per-run (or --slurm-config).")
+
+
 def slurm_launcher(args: argparse.Namespace, out: Path, log: Any = None) -> Any:
     """The :class:`.slurm.SlurmLauncher` of ``--launcher slurm`` and its options, checked against the cluster;
     the jobs an earlier submission into ``out`` (or a folder in it: reproduce's experiments) left queued or running
@@ -171,6 +191,7 @@ def slurm_launcher(args: argparse.Namespace, out: Path, log: Any = None) -> Any:
                                  "Slurm runs as many at once as the cluster allows: drop --jobs.")
     settings = settings_from(args)
     check_settings(settings)
+    test_submission(settings)
     from .slurm import SlurmLauncher, wait_for_earlier_jobs
 
     wait_for_earlier_jobs(out, log)
