@@ -2,7 +2,6 @@
 rank, and the trainer config is made to agree with srun (lit_rnncells/slurm_tasks.py)."""
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 
