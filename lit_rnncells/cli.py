@@ -29,6 +29,7 @@ from .progress import LineProgress, wants_line_progress
 from .quiet import quiet_known_noise, quiet_mid_epoch_resume_warning
 from .start_checks import check_accelerator, check_output_paths, check_predict_output, report_start
 from . import run_folder as _run_folder
+from .slurm_tasks import agree_with_srun, global_rank
 from .tasks.base import RecurrentTask
 
 PROG = "python -m lit_rnncells"
@@ -177,6 +178,7 @@ class LitRNNCellsCLI(LightningCLI):
         data = config.get("data")
         trainer = config.get("trainer")
         check_accelerator(trainer)
+        agree_with_srun(trainer)
         check_output_paths(trainer)
         logger = trainer.get("logger") if trainer is not None else None
         if self.subcommand in ("test", "validate", "predict") and getattr(logger, "get", None) is not None \
@@ -226,7 +228,7 @@ class LitRNNCellsCLI(LightningCLI):
         logger = trainer.get("logger") if trainer is not None else None
         root = (trainer.get("default_root_dir") if trainer is not None else None) or _run_folder.given_save_dir(logger)
         folder, _ = _run_folder.choose(config.get("run_dir"), config.get("ckpt_path"), root)
-        if os.environ.get("LOCAL_RANK", "0") == "0":
+        if global_rank() == 0:
             _run_folder.lock(folder)  # the launching process (rank 0) holds it; its DDP ranks inherit the folder
             os.environ[_run_folder.ENV] = str(folder)
         self.run_folder = folder
@@ -467,7 +469,7 @@ def run(args: Optional[List[str]] = None) -> int:
         if torch.get_num_threads() != threads:
             torch.set_num_threads(threads)
         _run_folder.unlock()  # and remove a run folder this call created but never wrote to
-        if os.environ.get("LOCAL_RANK", "0") == "0":
+        if global_rank() == 0:
             os.environ.pop(_run_folder.ENV, None)  # the next fit in this process chooses its own folder
     return 0
 

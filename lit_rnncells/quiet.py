@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import warnings
 from typing import Iterator
 
@@ -44,8 +45,15 @@ class _DropPrefixes(logging.Filter):
         return not str(record.msg).startswith(self.prefixes)
 
 
+SRUN_NOT_USED_WARNING = r"The `srun` command is available on your system but is not used"
+"""Lightning's warning on every Trainer of a machine with Slurm installed: a hint for a job that forgot ``srun``,
+noise for a run outside any Slurm job (a login node, a workstation with Slurm installed)."""
+
+
 def quiet_known_noise() -> None:
     """Install the filters (idempotent)."""
+    if "SLURM_JOB_ID" not in os.environ:  # not inside a Slurm job: there is no srun to forget
+        warnings.filterwarnings("ignore", message=SRUN_NOT_USED_WARNING)
     for name, prefix in _LOG_NOISE:
         logger = logging.getLogger(name)
         if not any(isinstance(f, _DropPrefixes) and prefix in f.prefixes for f in logger.filters):

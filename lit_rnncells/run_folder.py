@@ -11,7 +11,8 @@ Layout (docs/runs.md)::
 
 A resumed fit (``--ckpt_path <run>/checkpoints/<file>.ckpt``) writes into the checkpoint's run folder without
 overwriting anything. A folder that already holds another run is refused, and so is a folder another process is
-writing to. Under DDP the launching process (rank 0) chooses the folder and its launched ranks inherit it.
+writing to. Under DDP the launching process (rank 0) chooses the folder and its launched ranks inherit it; of the
+ranks ``srun`` started, rank 0 chooses and the others use what it broadcasts.
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
 from .paths import check_output_folder
+from .slurm_tasks import global_rank
 
 try:  # POSIX; without it (Windows) a run folder is not locked
     import fcntl
@@ -87,11 +89,9 @@ def choose(run_dir: Optional[str], ckpt_path: Optional[str], root: Optional[str]
     ``run_dir`` given: that folder; it must not hold another run unless ``ckpt_path`` is inside it (a resume).
     Otherwise a checkpoint inside a run folder resumes there, and anything else gets a new folder under
     ``root`` (``runs`` by default)."""
-    inherited = os.environ.get(ENV)
-    if inherited and os.environ.get("LOCAL_RANK", "0") != "0":  # a DDP rank started by the launching process
-        folder = Path(inherited)
-        return folder, holds_a_run(folder) is not None
     ckpt_folder = run_folder_of_checkpoint(ckpt_path) if ckpt_path else None
+    if global_rank() != 0:
+        return _folder_of_other_rank(run_dir, ckpt_folder, root)
     if run_dir is not None:
         folder = check_output_folder(run_dir, "--run_dir").resolve()  # neither it nor a folder above is a file
         found = holds_a_run(folder) if folder.is_dir() else None
@@ -108,6 +108,19 @@ def choose(run_dir: Optional[str], ckpt_path: Optional[str], root: Optional[str]
     if ckpt_folder is not None:
         return ckpt_folder, True
     return new_run_folder(Path(root or DEFAULT_ROOT).expanduser().resolve()), False
+
+
+def _folder_of_other_rank(run_dir: Optional[str], ckpt_folder: Optional[Path], root: Optional[str]) -> Tuple[Path, bool]:
+    """The run folder as a rank other than 0 sees it, creating and checking nothing (rank 0 does): the one the
+    launching process exported, else ``run_dir`` or the checkpoint's folder, else (the ranks ``srun`` started
+    each choose alone) the root: rank 0's folder reaches them where it counts, as ModelCheckpoint and
+    ``trainer.log_dir`` broadcast rank 0's paths, and only rank 0 writes the config and checkpoints."""
+    inherited = os.environ.get(ENV)
+    folder = Path(inherited) if inherited else (Path(run_dir).expanduser().resolve() if run_dir is not None
+                                                else ckpt_folder)
+    if folder is None:
+        return Path(root or DEFAULT_ROOT).expanduser().resolve(), False
+    return folder, holds_a_run(folder) is not None
 
 
 def resume_index(folder: Path) -> int:

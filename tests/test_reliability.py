@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Callable, Dict, List
+from typing import Callable, Dict, List, Sequence
 
 import pytest
 import torch
@@ -239,9 +239,11 @@ def test_ddp_on_two_processes_takes_the_same_steps_as_one_process_on_the_same_gl
         "--data.init_args.batch_size", str(batch)], tmp_path)
 
 
-def assert_ddp_matches_one_process(fit_args: Callable[[int, int], List[str]], tmp_path: Path) -> None:
+def assert_ddp_matches_one_process(fit_args: Callable[[int, int], List[str]], tmp_path: Path,
+                                   launch: Sequence[str] = ()) -> None:
     """``fit`` with ``fit_args(devices, batch)`` on 1 process × 8 and 2 DDP processes × 4, 3 SGD steps (lr 0.5,
-    no clipping): the final weights agree (atol 2e-6)."""
+    no clipping): the final weights agree (atol 2e-6). ``launch`` starts the 2 processes (e.g. ``srun -n2``;
+    default: Lightning's own DDP launcher)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "WANDB_MODE": "disabled", "OMP_NUM_THREADS": "1"}
     weights = {}
     for devices, batch in ((1, 8), (2, 4)):
@@ -254,7 +256,7 @@ def assert_ddp_matches_one_process(fit_args: Callable[[int, int], List[str]], tm
                                  "init_args": {"path": str(out)}})]
         if devices > 1:
             args += ["--trainer.strategy", "ddp"]
-            proc = subprocess.run([sys.executable, "-m", "lit_rnncells", *args], cwd=tmp_path, env=env,
+            proc = subprocess.run([*launch, sys.executable, "-m", "lit_rnncells", *args], cwd=tmp_path, env=env,
                                   capture_output=True, text=True, timeout=600)
             assert proc.returncode == 0, proc.stderr[-3000:]
         else:  # one process: in this one (a fresh one would only pay the imports again), on one thread as the ranks

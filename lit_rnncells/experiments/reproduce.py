@@ -24,6 +24,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from ..paths import check_output_file, check_output_folder
 from . import paper_scale
 from .compare import CompareError, Interrupted, Launcher, LocalLauncher, compare
+from .compare.slurm_settings import add_slurm_options, slurm_launcher
 from .report import CURVES_FILE, RESULT_FILE, curve_groups, plot_curves, row_of
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -419,6 +420,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--jobs", type=int, default=1, metavar="N",
                     help="runs at once (default 1), as compare --jobs: each its own GPU or share of the CPU cores")
     paper_scale.add_options(ap)
+    add_slurm_options(ap)
     args = ap.parse_args(argv)
     args.out = args.out or ("runs/reproduce-paper" if args.scale == "paper" else "runs/reproduce")
     try:
@@ -430,9 +432,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 2
     try:
         if args.scale == "paper" or args.time_budget is not None or args.total_minutes is not None:
+            if args.launcher == "slurm":
+                raise CompareError("--scale paper runs every run at once on this machine's GPU; on a Slurm cluster "
+                                   "drop --launcher slurm and submit the command as one job, or drop --scale paper.")
             return run_paper_scale(args)
+        launcher = slurm_launcher(args, Path(args.out)) if args.launcher == "slurm" else LocalLauncher(args.jobs)
         text = reproduce(args.paper, Path(args.out), Path(args.report) if args.report else None, args.experiments,
-                         args.read_only, launcher=LocalLauncher(args.jobs))
+                         args.read_only, launcher=launcher)
     except CompareError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -64,7 +64,7 @@ class SigtermInPredict(Callback):
 class PauseOnceAtStep(Callback):
     """After step ``step``, the first time any run reaches it (``flag`` does not exist yet): creates ``flag`` and
     waits until the process receives SIGTERM (at most ``seconds``), so a test stops a run, from outside, at an
-    exact step. Later runs with the same callback (the resumed one, an uninterrupted one) are not paused."""
+    exact step (the flag names the step and the run's folder, so a test knows which of several runs to stop). Later runs with the same callback (the resumed one, an uninterrupted one) are not paused."""
 
     def __init__(self, step: int, flag: str, seconds: float = 300.0) -> None:
         self.step, self.flag, self.seconds = step, Path(flag), seconds
@@ -75,7 +75,7 @@ class PauseOnceAtStep(Callback):
             return
         import time
 
-        self.flag.write_text(str(self.step))
+        self.flag.write_text(f"{self.step}\n{trainer.default_root_dir}")  # the step, then the run's folder
         end = time.monotonic() + self.seconds
         while not trainer.received_sigterm and time.monotonic() < end:
             time.sleep(0.05)

@@ -11,6 +11,7 @@ from ... import run_folder
 from .child import child_main
 from .planning import CompareError
 from .runner import Interrupted
+from .slurm_settings import add_slurm_options, slurm_launcher
 from .sweep import compare
 
 DESCRIPTION = ("Fair comparisons of cells on any task config: matched budgets and parameters, seeds, a grid, "
@@ -52,6 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
                          "its share of the CPU cores")
     ap.add_argument("--out", default="runs/compare", help="folder of the runs and the outputs")
     ap.add_argument("--child", help=argparse.SUPPRESS)
+    add_slurm_options(ap)
     return ap
 
 
@@ -89,9 +91,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 0 if stop.code == 0 else 2
     failed: List[str] = []
     try:
+        launcher = slurm_launcher(args, Path(args.out)) if args.launcher == "slurm" else None
         rows = compare(args.config, args.cells, args.seed_list or args.seeds, args.budget, args.out,
                        args.match_params, args.hidden_size, args.vary, args.monitor, args.mode, extra,
-                       args.test_every_epoch, args.no_wandb, failed=failed, jobs=args.jobs)
+                       args.test_every_epoch, args.no_wandb, failed=failed, jobs=args.jobs, launcher=launcher)
     except CompareError as error:
         return error_exit(str(error))
     except Interrupted as stop:
