@@ -130,7 +130,7 @@ def check_tasks(plan: Plan) -> None:
         config = str(task.config_path)
         monitor, mode = runner.default_monitor(config)
         try:
-            specs = runner.plan(config, plan.cells, plan.seeds, plan.budgets[task.name], plan.out / task.name, [],
+            specs = runner.plan(config, [check_cell(c) for c in plan.cells], plan.seeds, plan.budgets[task.name], plan.out / task.name, [],
                                 None, plan.targets[task.name], monitor, mode, list(task.extra), False, True,
                                 io.StringIO())
             runner.check_arguments(specs)
