@@ -164,3 +164,16 @@ def test_bad_input_is_one_error_line_before_any_run(argv, expected, tmp_path, ca
     errors = [line for line in lines if line.startswith("error: ")]
     assert len(errors) == 1 and expected in errors[0], lines
     assert not any(out.rglob("spec.json"))  # no run started
+
+
+def test_paper_sizes_run_each_config_as_it_is(tmp_path):
+    """--paper-sizes: no CPU-size arguments, the config's own cell and hidden size as the target, its epochs."""
+    plan = lb.make_plan(["GRU"], ["logic", "ptb_char"], 3, [], [], tmp_path / "runs", paper_sizes=True)
+    assert [t.extra for t in plan.tasks] == [(), ()]
+    assert plan.targets == {"logic": "GRU@8", "ptb_char": "GRU@800"}
+    assert {k: str(v) for k, v in plan.budgets.items()} == {"logic": "epochs=100", "ptb_char": "epochs=60"}
+    small = lb.make_plan(["GRU"], ["logic", "ptb_char"], 2, ["steps=300", "ptb_char:steps=100"],
+                         ["logic:GRU@16"], tmp_path / "runs")
+    assert {k: str(v) for k, v in small.budgets.items()} == {"logic": "steps=300", "ptb_char": "steps=100"}
+    assert small.targets == {"logic": "GRU@16", "ptb_char": "GRU@256"}  # ptb_char: the MZU reproduction's target
+    assert small.tasks[1].extra[:2] == ("--model.init_args.embedding_size", "64")

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 from .compare import cell_label, check_cell
-from .leaderboard_tasks import Task
+from .leaderboard_tasks import TASKS, Task
 from .report import number
 from .reproduce import spec_label
 
@@ -189,5 +189,29 @@ def write_page(page: Path, results: Sequence[TaskResult], cells: Sequence[str], 
         lines += task_section(result, order, entry_of, curves, seeds)
     if paper_command:
         lines += ["## At the papers' sizes", "", paper_command, ""]
+    lines += usage_section()
     page.write_text("\n".join(lines).rstrip() + "\n", encoding="utf-8")
     return page
+
+
+def usage_section() -> List[str]:
+    """How to run a leaderboard: the tasks ``--tasks`` names and the options."""
+    lines = ["## Tasks and options", "",
+             "`--tasks` names the tasks below; each runs its config with the CPU-size arguments of the task table "
+             "(`lit_rnncells/experiments/leaderboard_tasks.py`), every cell matched to the target's parameters; "
+             "`--paper-sizes` runs each config unchanged. The paper's figures are read from the reproduction "
+             "experiments (`python -m lit_rnncells.reproduce`).", "",
+             "| task | config | metric | parameters of (CPU size) | paper figures |", "|---|---|---|---|---|"]
+    for task in TASKS.values():
+        exp = task.experiment()
+        source = f"`{task.figure[0]}/{task.figure[1]}`: {exp.title}" if exp is not None and task.figure else "–"
+        lines.append(f"| {task.name} | `{task.config}` | {task.metric_label()} | `{task.match_params}` | {source} |")
+    lines += ["", "- `--cells`: registered names, `Name(key=value,...)`, or a cell of your own module by its import "
+              "path, `package.module:Class` (the module importable from the current folder or `PYTHONPATH`).",
+              "- `--budget` and `--match-params`: one `VALUE` for every task and `TASK:VALUE` for one task, e.g. "
+              "`--budget steps=300 ptb_char:steps=100`; a budget is `epochs=N`, `steps=N` or `time=SECONDS`, a "
+              "target a number or `CELL@HIDDEN`.",
+              "- `--seeds N` (seeds 1..N) or `--seed-list ...`; `--out` holds the runs, one comparison per task "
+              "(`runs.csv`, `summary.md`, curves), and a rerun keeps every finished run; `--page` is this page, its "
+              "PNGs written beside it.", ""]
+    return lines
