@@ -156,6 +156,7 @@ def main_table_of(text: str, path: Path) -> dict:
     (["--budget", "steps=3", "epochs=2"], "give one, and the others as TASK:VALUE"),
     (["--tasks", "logic", "--match-params", "ptb_char:GRU@8"], "'ptb_char' is not a task --tasks chooses"),
     (["--tasks", "logic", "--match-params", "GRU@x"], "Task logic: --match-params 'GRU@x'"),
+    (["--budg", "steps=3"], "unrecognized arguments: --budg steps=3; see python -m lit_rnncells.leaderboard --help"),
 ])
 def test_bad_input_is_one_error_line_before_any_run(argv, expected, tmp_path, capsys):
     out = tmp_path / "runs"

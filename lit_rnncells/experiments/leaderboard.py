@@ -206,8 +206,16 @@ def paper_size_text(plan: Plan) -> str:
 
 
 # --- command line ---------------------------------------------------------------------------------------------
+class OneLineParser(argparse.ArgumentParser):
+    """argparse whose usage errors are one line (``error: ...``) and exit code 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        print(f"error: {message}; see {self.prog} --help.", file=sys.stderr)
+        raise SystemExit(2)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    ap = runner.OneLineParser(allow_abbrev=False, prog="python -m lit_rnncells.leaderboard",
+    ap = OneLineParser(allow_abbrev=False, prog="python -m lit_rnncells.leaderboard",
                               description=__doc__.split("\n\n")[0],
                               epilog="Tasks: " + ", ".join(TASKS) + ". See docs/leaderboard.md.")
     ap.add_argument("--cells", nargs="+", default=list(DEFAULT_CELLS),
