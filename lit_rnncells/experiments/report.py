@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import os
 import statistics
 from pathlib import Path
@@ -39,11 +40,21 @@ def number(x: float) -> str:
     return f"{x:.0f}" if abs(x) >= 1000 else f"{x:.4g}"
 
 
+def decimals(x: float) -> int:
+    """The decimals :func:`number` shows for ``x`` at 4 significant digits (0 from 1000 up)."""
+    if x == 0 or not math.isfinite(x) or abs(x) >= 1000:
+        return 0 if x != 0 else 4
+    return max(0, 3 - math.floor(math.log10(abs(x))))
+
+
 def mean_std(values: List[float]) -> str:
-    """``mean ± sample std``; a single value alone."""
+    """``mean ± sample std``, both to the decimals of the mean at 4 significant digits (``0.7345 ± 0.0035``); a
+    single value alone."""
     if len(values) == 1:
         return number(values[0])
-    return f"{number(statistics.fmean(values))} ± {number(statistics.stdev(values))}"
+    mean = statistics.fmean(values)
+    places = decimals(float(f"{mean:.4g}"))  # the rounded mean: 9.9996 shows as 10.00
+    return f"{mean:.{places}f} ± {statistics.stdev(values):.{places}f}"
 
 
 def summary_markdown(rows: List[Dict[str, Any]], config: str, budget: str, monitor: str,

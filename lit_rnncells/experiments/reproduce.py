@@ -22,7 +22,9 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..paths import check_output_file, check_output_folder
-from .compare import CompareError, compare
+from . import paper_scale
+from .compare import CompareError, Interrupted, Launcher, LocalLauncher, compare, parse_vary
+from .compare.runner import visible_gpus
 from .report import CURVES_FILE, RESULT_FILE, curve_groups, plot_curves, row_of
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -309,10 +311,19 @@ def report_sections(text: str) -> Dict[str, str]:
     return sections
 
 
+def run_experiment(exp: Experiment, folder: Path, log: Any, launcher: Optional[Launcher] = None) -> List[Dict[str, Any]]:
+    """Run (or reuse the finished runs of) one experiment's comparison in ``folder``; the rows of its runs.csv."""
+    return compare(str(ROOT / exp.config) if not Path(exp.config).is_absolute() else exp.config,
+                   list(exp.cells), seeds=exp.seeds, budget=exp.budget, out=folder,
+                   match_params=exp.match_params, hidden_size=exp.hidden_size, vary=list(exp.vary),
+                   extra=list(exp.extra), test_every_epoch=exp.test_every_epoch, no_wandb=True,
+                   log=log, launcher=launcher)
+
+
 def reproduce(paper: str, out: Path, report: Optional[Path], experiments: Optional[Sequence[str]] = None,
-              read_only: bool = False, log: Any = None) -> str:
+              read_only: bool = False, log: Any = None, launcher: Optional[Launcher] = None) -> str:
     """Run (or read) a paper's experiments, write and return its markdown report (progress on ``log``, default
-    the current ``sys.stderr``)."""
+    the current ``sys.stderr``); ``launcher`` runs the runs (default one at a time on this machine)."""
     log = sys.stderr if log is None else log
     if paper not in PAPERS:
         raise CompareError(f"Unknown paper {paper!r}; use one of {', '.join(PAPERS)}.")
@@ -350,11 +361,7 @@ def reproduce(paper: str, out: Path, report: Optional[Path], experiments: Option
                         f"{exp.config}, budget {exp.budget} (finished runs): validation {results[0]['monitor']}",
                         folder / "curves_steps.png")
         else:
-            rows = compare(str(ROOT / exp.config) if not Path(exp.config).is_absolute() else exp.config,
-                           list(exp.cells), seeds=exp.seeds, budget=exp.budget, out=folder,
-                           match_params=exp.match_params, hidden_size=exp.hidden_size, vary=list(exp.vary),
-                           extra=list(exp.extra), test_every_epoch=exp.test_every_epoch, no_wandb=True,
-                           log=log)
+            rows = run_experiment(exp, folder, log, launcher)
         if not rows and kept and NOT_RUN not in kept:  # every run failed: keep what the report had
             parts.append(kept)
             print(f"reproduce: no run of {exp.name} finished; kept the results already in {report}.",
@@ -379,14 +386,98 @@ def reproduce(paper: str, out: Path, report: Optional[Path], experiments: Option
     return text
 
 
+def runs_of(exp: Experiment) -> int:
+    """How many runs an experiment has: cells x seeds x grid points."""
+    points = 1
+    for _, values in parse_vary(exp.vary):
+        points *= len(values)
+    return len(exp.cells) * exp.seeds * points
+
+
+def reproduce_paper_scale(paper: str, out: Path, results: Path, experiments: Optional[Sequence[str]] = None,
+                          time_limit: Optional[float] = None, log: Any = None) -> str:
+    """``--scale paper``: each experiment at the paper's sizes (:mod:`.paper_scale`), all its runs at once on one
+    GPU (the first visible; on a machine without one, sharing the CPU cores), each allowed ``time_limit`` seconds
+    of training (``None``: the paper's full budget); the report, runs.csv and curves go to ``results``."""
+    log = sys.stderr if log is None else log
+    if paper not in PAPERS:
+        raise CompareError(f"Unknown paper {paper!r}; use one of {', '.join(PAPERS)}.")
+    title, cpu_experiments = PAPERS[paper]
+    exps = paper_scale.experiments(paper, cpu_experiments, Experiment)
+    unknown = sorted(set(experiments or ()) - {e.name for e in exps})
+    if unknown:
+        raise CompareError(f"Unknown experiment(s) {', '.join(unknown)} of {paper} at the paper's size; use "
+                           f"{', '.join(e.name for e in exps)}.")
+    budget = "no time limit: each run goes to the paper's full budget" if time_limit is None else \
+        f"each run limited to {time_limit / 60:.1f} min of training in this command (the same command goes on)"
+    parts = [f"# Reproducing {title} at the paper's size", "",
+             f"Written by `python -m lit_rnncells.reproduce {paper} --scale paper`: every cell and seed of an "
+             f"experiment at once on one GPU; {budget}. Epochs reached are listed under each table.", ""]
+    device = visible_gpus()[:1]
+    folders: Dict[str, Path] = {}
+    for exp in [e for e in exps if experiments is None or e.name in experiments]:
+        folder = folders[exp.name] = out / exp.name
+        launcher = LocalLauncher(runs_of(exp), devices=device, time_limit=time_limit)
+        rows = run_experiment(exp, folder, log, launcher)
+        figures = [str(results / f"{exp.name}_curves_steps.png")] if (folder / "curves_steps.png").is_file() else []
+        parts.append(experiment_markdown(exp, summarise(rows, exp), figures,
+                                         last_quarter_change(sorted(folder.glob(f"*/{RESULT_FILE}")), exp)))
+        parts.append(paper_scale.reached(rows, time_limit))
+    text = "\n".join(parts).rstrip() + "\n"
+    written = paper_scale.write_results(results, text, paper, folders)
+    print(f"reproduce: wrote {len(written)} files to {results} (copy that folder off the machine; the checkpoints "
+          f"stay in {out})", file=log, flush=True)
+    return text
+
+
+def paper_scale_options(ap: argparse.ArgumentParser) -> None:
+    """``--scale``, ``--time-budget``, ``--total-minutes`` and ``--results`` (:func:`reproduce_paper_scale`)."""
+    ap.add_argument("--scale", choices=("cpu", "paper"), default="cpu",
+                    help="cpu (default): the CPU-sized settings; paper: the papers' sizes, every run of an "
+                         "experiment at once on one GPU")
+    ap.add_argument("--time-budget", type=float, metavar="MINUTES",
+                    help="with --scale paper: minutes of training per run in this command (default: none, the "
+                         "paper's full budget); the same command again goes on from the checkpoints")
+    ap.add_argument("--total-minutes", type=float, metavar="MINUTES",
+                    help="with --scale paper: the whole command's minutes, start, data loading and testing included; "
+                         "each run's time budget is what is left after an allowance for those")
+    ap.add_argument("--results", help="with --scale paper: the small folder of the report, runs.csv and curves "
+                                      "(default <out>/results)")
+
+
+def run_paper_scale(args: argparse.Namespace) -> int:
+    """``main`` for ``--scale paper``: one ``error:`` line for options that do not fit, else the runs and results."""
+    if args.scale != "paper":
+        raise CompareError("--time-budget and --total-minutes set the runs' time at --scale paper; add --scale paper.")
+    if args.read_only or args.jobs != 1:
+        raise CompareError("--scale paper runs every run of an experiment at once and writes its results; drop "
+                           f"{'--read-only' if args.read_only else '--jobs'}.")
+    results = Path(args.results) if args.results else Path(args.out) / "results"
+    try:
+        check_output_folder(str(results), "--results")
+    except OSError as error:
+        raise CompareError(str(error)) from None
+    time_limit = paper_scale.time_limit_seconds(args.time_budget, args.total_minutes)
+    text = reproduce_paper_scale(args.paper, Path(args.out), results, args.experiments, time_limit)
+    if args.report:
+        Path(args.report).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.report).write_text(text, encoding="utf-8")
+    return 0
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     ap = argparse.ArgumentParser(allow_abbrev=False, prog="python -m lit_rnncells.reproduce", description=__doc__.split("\n\n")[0])
     ap.add_argument("paper", choices=sorted(PAPERS))
-    ap.add_argument("--out", default="runs/reproduce", help="folder of the runs (one subfolder per experiment)")
+    ap.add_argument("--out", help="folder of the runs, one subfolder per experiment (default runs/reproduce, "
+                                  "runs/reproduce-paper with --scale paper)")
     ap.add_argument("--report", help="write the markdown here (default: print it)")
     ap.add_argument("--experiments", nargs="+", help="only these experiments of the paper")
     ap.add_argument("--read-only", action="store_true", help="report the runs that finished; run nothing new")
+    ap.add_argument("--jobs", type=int, default=1, metavar="N",
+                    help="runs at once (default 1), as compare --jobs: each its own GPU or share of the CPU cores")
+    paper_scale_options(ap)
     args = ap.parse_args(argv)
+    args.out = args.out or ("runs/reproduce-paper" if args.scale == "paper" else "runs/reproduce")
     try:
         check_output_folder(args.out, "--out")
         if args.report:
@@ -395,11 +486,18 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     try:
+        if args.scale == "paper" or args.time_budget is not None or args.total_minutes is not None:
+            return run_paper_scale(args)
         text = reproduce(args.paper, Path(args.out), Path(args.report) if args.report else None, args.experiments,
-                         args.read_only)
+                         args.read_only, launcher=LocalLauncher(args.jobs))
     except CompareError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    except Interrupted as stop:
+        print(f"reproduce: {stop.signal_name}: stopped {', '.join(stop.run_ids) or 'before the next run'}; rerun the "
+              "same command to go on: finished runs are kept, unfinished ones resume from their checkpoints.",
+              file=sys.stderr, flush=True)
+        return stop.code
     if not args.report:
         print(text)
     return 0

@@ -79,3 +79,25 @@ class PauseOnceAtStep(Callback):
         end = time.monotonic() + self.seconds
         while not trainer.received_sigterm and time.monotonic() < end:
             time.sleep(0.05)
+
+
+class PauseEachRunAtStep(Callback):
+    """After step ``step``, once per run folder (a file named after it in ``flags`` says it paused): waits until the
+    process receives SIGTERM (at most ``seconds``), so a test stops several runs at once, from outside, each at an
+    exact step. A resumed run (its flag there) is not paused again."""
+
+    def __init__(self, step: int, flags: str, seconds: float = 300.0) -> None:
+        self.step, self.flags, self.seconds = step, Path(flags), seconds
+
+    def on_train_batch_end(self, trainer: Trainer, pl_module: LightningModule, outputs: Any, batch: Any,
+                           batch_idx: int) -> None:
+        flag = self.flags / Path(trainer.checkpoint_callback.dirpath).parent.name
+        if trainer.global_step != self.step or flag.exists():
+            return
+        import time
+
+        self.flags.mkdir(parents=True, exist_ok=True)
+        flag.write_text(str(self.step))
+        end = time.monotonic() + self.seconds
+        while not trainer.received_sigterm and time.monotonic() < end:
+            time.sleep(0.05)

@@ -1,0 +1,107 @@
+"""``python -m lit_rnncells.compare``: the comparison runner's command line (its parser and :func:`main`)."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import List, Optional, Sequence
+
+from ... import run_folder
+from .child import child_main
+from .planning import CompareError
+from .runner import Interrupted
+from .sweep import compare
+
+DESCRIPTION = ("Fair comparisons of cells on any task config: matched budgets and parameters, seeds, a grid, "
+               "resumable.")
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse whose usage errors are one line (``error: ...``) and exit code 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        print(f"error: {message}; see python -m lit_rnncells.compare --help.", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = OneLineParser(allow_abbrev=False, prog="python -m lit_rnncells.compare", description=DESCRIPTION,
+                       epilog="Arguments after -- go to the CLI of every run unchanged. See docs/compare.md.")
+    ap.add_argument("--config", required=True, help="the task config every run starts from")
+    ap.add_argument("--cells", nargs="+", required=True,
+                    help="registered cell names, or Name(key=value,...) for cells that need options")
+    seeds = ap.add_mutually_exclusive_group()
+    seeds.add_argument("--seeds", type=int, default=3, help="run seeds 1..N (default 3)")
+    seeds.add_argument("--seed-list", type=int, nargs="+", help="run exactly these seeds")
+    ap.add_argument("--budget", default="epochs=10", help="epochs=N, steps=N (optimiser steps) or time=SECONDS")
+    size = ap.add_mutually_exclusive_group()
+    size.add_argument("--match-params", help="target parameter count: a number or CELL@HIDDEN (e.g. GRU@256)")
+    size.add_argument("--hidden-size", type=int, help="one hidden size for every cell")
+    ap.add_argument("--vary", action="append", default=[], metavar="KEY=V1,V2",
+                    help="grid over a CLI key (repeatable), e.g. data.init_args.train_size=100,300,1000")
+    ap.add_argument("--monitor", help="validation metric of the kept checkpoint and the curves "
+                                      "(default val/acc; val/loss for language models and seq2seq)")
+    ap.add_argument("--mode", choices=("min", "max"), help="whether lower or higher --monitor is better "
+                                                           "(default from its name)")
+    ap.add_argument("--test-every-epoch", action="store_true",
+                    help="also test each epoch's checkpoint (test metric per epoch, CARU Fig. 2)")
+    ap.add_argument("--no-wandb", action="store_true", help="runs log nothing (--trainer.logger false)")
+    ap.add_argument("--jobs", type=int, default=1, metavar="N",
+                    help="runs at once (default 1): each gets its own GPU, round-robin over the visible ones, or "
+                         "its share of the CPU cores")
+    ap.add_argument("--out", default="runs/compare", help="folder of the runs and the outputs")
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    return ap
+
+
+def error_exit(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return 2
+
+
+def interrupted_exit(stop: Interrupted, out: Path) -> int:
+    """Say which runs SIGTERM / Ctrl-C stopped and what each saved; the first stopped run's exit status."""
+    if not stop.run_ids:
+        print(f"compare: {stop.signal_name}: stopped before run {stop.run_id} started; rerun the same command to go "
+              "on: finished runs are kept.", file=sys.stderr, flush=True)
+    for run_id in stop.run_ids:
+        checkpoint = out / run_id / run_folder.CHECKPOINTS / "interrupted.ckpt"
+        saved = f"it saved {checkpoint}" if checkpoint.is_file() else "it saved no checkpoint"
+        code = f"exit {stop.code}; " if run_id == stop.run_id else ""
+        print(f"compare: {stop.signal_name}: stopped run {run_id} ({code}{saved}); rerun the same command to go "
+              "on: finished runs are kept, unfinished ones resume from their checkpoints.", file=sys.stderr,
+              flush=True)
+    return stop.code
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["--child"]:
+        return child_main(argv)
+    extra: List[str] = []
+    if "--" in argv:
+        cut = argv.index("--")
+        argv, extra = argv[:cut], argv[cut + 1:]
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as stop:
+        return 0 if stop.code == 0 else 2
+    failed: List[str] = []
+    try:
+        rows = compare(args.config, args.cells, args.seed_list or args.seeds, args.budget, args.out,
+                       args.match_params, args.hidden_size, args.vary, args.monitor, args.mode, extra,
+                       args.test_every_epoch, args.no_wandb, failed=failed, jobs=args.jobs)
+    except CompareError as error:
+        return error_exit(str(error))
+    except Interrupted as stop:
+        return interrupted_exit(stop, Path(args.out))
+    except ValueError as error:  # the matcher's messages (a target no size reaches, ...)
+        if os.environ.get("LIT_RNNCELLS_TRACEBACK"):
+            raise
+        return error_exit(str(error).splitlines()[0])
+    out = Path(args.out)
+    if rows:
+        print((out / "summary.md").read_text())
+        print(f"Runs: {out / 'runs.csv'}; curves: {out / 'curves_steps.png'}, {out / 'curves_seconds.png'}")
+    return 1 if failed or not rows else 0

@@ -1,0 +1,103 @@
+"""Run folders across reruns: which runs finished, which resume from which checkpoint, and which are refused
+because they were started with other settings. Nothing here deletes a checkpoint a run can resume from."""
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import asdict
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from ... import run_folder
+from ..report import RESULT_FILE
+from .planning import CompareError, RunSpec
+
+RESUME_FILES = ("interrupted.ckpt", "last.ckpt")
+"""The checkpoints an unfinished run resumes from, in order of preference when equally new."""
+
+Resume = Optional[Tuple[Path, int]]
+"""A checkpoint to resume from and the optimiser steps it had trained, or ``None`` for a fresh start."""
+
+
+def resume_checkpoint(folder: Path) -> Resume:
+    """The checkpoint an unfinished run in ``folder`` resumes from: the newest of ``checkpoints/interrupted.ckpt``
+    (saved on SIGTERM / Ctrl-C) and ``checkpoints/last.ckpt`` (saved at each validation; or ``last-vN.ckpt``)
+    that is readable, with the optimiser steps it had trained; ``None`` when there is none."""
+    from ...data.checkpoint_state import read_checkpoint
+
+    found = [folder / run_folder.CHECKPOINTS / name for name in RESUME_FILES]
+    # last-v1.ckpt ...: what Lightning wrote beside a last.ckpt it did not own, as resumed runs of before
+    # RunnerCheckpoint did (callbacks.py); the newest of all is taken
+    found += sorted((folder / run_folder.CHECKPOINTS).glob("last-v*.ckpt"))
+    found = sorted((p for p in found if p.is_file()), key=lambda p: -p.stat().st_mtime_ns)  # stable: ties keep order
+    for path in found:
+        try:
+            steps = int(read_checkpoint(str(path)).get("global_step", 0))
+        except (OSError, ValueError):  # truncated by a kill mid-write: try the other one
+            continue
+        return path, steps
+    return None
+
+
+def spec_differences(folder: Path, spec: RunSpec) -> List[str]:
+    """The settings in which ``spec`` differs from the one the run in ``folder`` was started with (its
+    ``spec.json``; the folder's own path aside, so a moved ``--out`` still resumes)."""
+    try:
+        saved = json.loads((folder / "spec.json").read_text())
+    except (OSError, ValueError):
+        return ["spec.json (missing or unreadable)"]
+    now = asdict(spec)
+    return [key for key in now if key != "folder" and saved.get(key) != json.loads(json.dumps(now[key]))]
+
+
+def refuse_other_settings(spec: RunSpec, checkpoint: Path) -> None:
+    """Refuse to run ``spec`` over an unfinished run started with other settings (it would delete or mix up
+    a checkpoint the user can still resume from)."""
+    changed = spec_differences(Path(spec.folder), spec)
+    if changed:
+        raise CompareError(f"The run folder {spec.folder} holds an unfinished run, resumable from {checkpoint}, that "
+                           f"was started with other settings ({', '.join(changed)}); rerun with the settings it was "
+                           "started with to resume it, or move the folder away to start it again.")
+
+
+def finished(folder: Path) -> bool:
+    """Whether the run in ``folder`` is done: it wrote ``result.json`` and no time limit stopped it before its
+    budget (``"partial": true``, :func:`.child.run_child`; such a run is reported, and resumed by the next run)."""
+    try:
+        return not json.loads((folder / RESULT_FILE).read_text()).get("partial", False)
+    except (OSError, ValueError):
+        return False
+
+
+def check_resumable(specs: Sequence[RunSpec]) -> Dict[str, Resume]:
+    """Before any run starts: no unfinished run with a checkpoint was started with other settings. The
+    checkpoint each unfinished run resumes from (:func:`resume_checkpoint`), by run folder."""
+    resumes: Dict[str, Resume] = {}
+    for spec in specs:
+        folder = Path(spec.folder)
+        found = resume_checkpoint(folder) if folder.is_dir() and not finished(folder) else None
+        if found is not None:
+            refuse_other_settings(spec, found[0])
+        resumes[spec.folder] = found
+    return resumes
+
+
+def prepare_folder(spec: RunSpec, found: Resume) -> Resume:
+    """Make ``spec``'s folder ready for its run; ``found``, the checkpoint it resumes from and its steps (see
+    :func:`check_resumable`, which refused other settings), or ``None`` for a fresh start.
+
+    An unfinished run with a usable checkpoint resumes (its folder kept as it is) when it was started with the
+    same settings; with other settings it was refused, so no resumable checkpoint is ever deleted. A folder
+    with no usable checkpoint is cleared and the run starts from scratch."""
+    folder = Path(spec.folder)
+    holder = run_folder.lock_holder(folder) if folder.is_dir() else None
+    if holder is not None:
+        raise CompareError(f"The run folder {folder} is in use by another fit ({holder}), perhaps a run of an earlier "
+                           "compare that was stopped; wait for it to finish or stop it, then rerun the same command.")
+    if found is not None:
+        return found
+    if folder.exists():
+        shutil.rmtree(folder)  # nothing to resume from: the run starts again from scratch
+    folder.mkdir(parents=True)
+    (folder / "spec.json").write_text(json.dumps(asdict(spec), indent=1))
+    return None

@@ -1,0 +1,137 @@
+""":func:`compare`, the Python API of the comparison runner: check the input, plan the runs, run them through a
+launcher (:mod:`.runner`) and write ``runs.csv``, ``summary.md`` and the curves (:mod:`..report`)."""
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Union
+
+from ...paths import check_output_folder
+from ..report import curve_groups, log_to_wandb, plot_curves, row_of, summary_markdown, write_csv
+from ..param_match import cell_name
+from .planning import Budget, CompareError, check_arguments, check_cell, default_monitor, mode_of, parse_vary, plan
+from .runner import Launcher, LocalLauncher, run_specs
+
+CellSpec = Union[str, Dict[str, Any]]
+
+
+def check_match_params(match_params: Optional[Union[int, str]], hidden_size: Optional[int], grid: List) -> None:
+    """``--match-params`` is a number or CELL@HIDDEN of a known cell, and nothing else sets the hidden size."""
+    if match_params is None:
+        return
+    if hidden_size is not None:
+        raise CompareError("--match-params and --hidden-size both set the hidden size; give one of them.")
+    if any(k.endswith("hidden_size") for k, _ in grid):
+        raise CompareError("--match-params chooses the hidden size, --vary also varies it; drop one of them.")
+    if not re.fullmatch(r"\s*([^@\s]+@\d+|\d+(\.\d+)?([eE]\d+)?)\s*", str(match_params)):
+        raise CompareError(f"--match-params {match_params!r} is neither a number nor CELL@HIDDEN with an integer "
+                           "hidden size; use e.g. 120000 or GRU@256.")
+    if "@" in str(match_params):
+        try:
+            check_cell(str(match_params).strip().rpartition("@")[0])
+        except CompareError as error:
+            raise CompareError(str(error).replace("--cells", f"--match-params {match_params!r}", 1)) from None
+
+
+def check_cells(cells: Sequence[CellSpec]) -> List[Any]:
+    """The cells as the runner takes them (:func:`.planning.check_cell`); at least one, none named twice (the same
+    class with the same options, whatever the spelling: ``GRU gru``, options in another order)."""
+    if not cells:
+        raise CompareError("--cells is empty; name at least one cell, e.g. --cells GRU MuFuRU.")
+    checked = [check_cell(c) if isinstance(c, str) else c for c in cells]
+    seen: Dict[str, CellSpec] = {}
+    for given, cell in zip(cells, checked):
+        key = cell_key(cell)
+        if key in seen:
+            raise CompareError(f"--cells names one cell twice ({shown(seen[key])} and {shown(given)}); give each cell "
+                               "once (--seeds sets how many runs each cell gets).")
+        seen[key] = given
+    return checked
+
+
+def cell_key(cell: Any) -> str:
+    """A cell spec with its name resolved to the registered class and its options in a fixed order."""
+    if isinstance(cell, dict):
+        options = {k: cell_key(v) if isinstance(v, (str, dict)) and k == "cell" else v
+                   for k, v in (cell.get("init_args") or {}).items()}
+        return json.dumps([cell_name(cell), options], sort_keys=True, default=str)
+    return cell_name(cell)
+
+
+def shown(cell: CellSpec) -> str:
+    """A cell as the user gave it, quoted."""
+    return repr(cell) if isinstance(cell, str) else repr(json.dumps(cell, sort_keys=True))
+
+
+def check_seeds(seeds: Union[int, Sequence[int]]) -> List[int]:
+    """Seeds 1..N for a count, else the list given; at least one."""
+    seed_list = list(range(1, seeds + 1)) if isinstance(seeds, int) else list(seeds)
+    if not seed_list or (isinstance(seeds, int) and seeds < 1):
+        raise CompareError("--seeds must be 1 or more.")
+    return seed_list
+
+
+def write_outputs(out: Path, config: str, budget: Budget, monitor: str, grid_keys: List[str],
+                  results: List[Dict[str, Any]], no_wandb: bool) -> List[Dict[str, Any]]:
+    """``runs.csv``, ``summary.md`` and the two curve PNGs of the results (in the plan's order); the CSV's rows."""
+    rows = [row_of(r) for r in results]
+    if not rows:
+        return rows
+    write_csv(rows, out / "runs.csv")
+    (out / "summary.md").write_text(summary_markdown(rows, config, str(budget), monitor, grid_keys))
+    groups = curve_groups(results, grid_keys)
+    title = f"{Path(config).parent.name}/{Path(config).name}, budget {budget}: validation {monitor}"
+    images = [plot_curves(groups, "step", monitor, title, out / "curves_steps.png"),
+              plot_curves(groups, "seconds", monitor, title, out / "curves_seconds.png")]
+    if not no_wandb:
+        log_to_wandb(out, config, rows, images)
+    return rows
+
+
+def compare(config: str, cells: Sequence[CellSpec], seeds: Union[int, Sequence[int]] = 3,
+            budget: Union[str, Budget] = "epochs=10", out: Union[str, Path] = "runs/compare",
+            match_params: Optional[Union[int, str]] = None, hidden_size: Optional[int] = None,
+            vary: Sequence[str] = (), monitor: Optional[str] = None, mode: Optional[str] = None,
+            extra: Sequence[str] = (), test_every_epoch: bool = False, no_wandb: bool = False,
+            env: Optional[Dict[str, str]] = None, log: Any = None,
+            failed: Optional[List[str]] = None, launcher: Optional[Launcher] = None,
+            jobs: int = 1) -> List[Dict[str, Any]]:
+    """Run (or reuse the finished runs of) a comparison and write its CSV, table and plots; the CSV's rows.
+
+    ``seeds`` is a count (seeds 1..N) or a list; ``cells`` are names or ``Name(key=value,...)`` strings or
+    ``{class_path, init_args}`` dicts. Failed runs are reported on ``log``, left out of the rows and their ids
+    appended to ``failed`` when given; ``log`` defaults to the current ``sys.stderr``. ``launcher`` runs the
+    runs (default: a :class:`.runner.LocalLauncher` running ``jobs`` at once on this machine)."""
+    log = sys.stderr if log is None else log
+    if not Path(config).is_file():
+        raise CompareError(f"The config {config!r} does not exist; pass the path of a task config, e.g. "
+                           "configs/logic/gru.yaml.")
+    try:
+        check_output_folder(out, "--out")
+    except OSError as error:
+        raise CompareError(str(error)) from None
+    cells = check_cells(cells)
+    launcher = launcher or LocalLauncher(jobs)
+    budget = budget if isinstance(budget, Budget) else Budget.parse(budget)
+    grid = parse_vary(vary)
+    check_match_params(match_params, hidden_size, grid)
+    seed_list = check_seeds(seeds)
+    if monitor is None:
+        monitor, default_mode = default_monitor(config)
+        mode = mode or default_mode
+    mode = mode or mode_of(monitor)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    specs = plan(config, cells, seed_list, budget, out, grid, hidden_size,
+                 None if match_params is None else str(match_params), monitor, mode, extra, test_every_epoch,
+                 no_wandb, log)
+    check_arguments(specs)
+    failed = [] if failed is None else failed
+    results = run_specs(specs, env, log, failed, launcher)
+    rows = write_outputs(out, config, budget, monitor, [k for k, _ in grid], results, no_wandb)
+    if failed:
+        print(f"compare: {len(failed)} of {len(specs)} runs failed ({', '.join(failed)}); rerun the same command "
+              "to retry them (finished runs are kept).", file=log, flush=True)
+    return rows

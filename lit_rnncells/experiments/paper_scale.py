@@ -1,0 +1,153 @@
+"""The papers' sizes for ``python -m lit_rnncells.reproduce <paper> --scale paper``, beside the CPU-scale settings of
+:data:`lit_rnncells.experiments.reproduce.PAPERS`.
+
+Each experiment runs from the paper-size config its cells are written for (``configs/lm/ptb_char_*.yaml`` and so
+on), with every cell and seed of it **at once on one GPU**, as separate processes sharing it
+(:class:`~lit_rnncells.experiments.compare.LocalLauncher` with every run on the same device). A time limit per run
+(Lightning's ``max_time``, :func:`time_limit_seconds`) makes the whole experiment fit one command of a few minutes;
+a run it stops keeps its checkpoint, and the same command again goes on from it. Without a time limit the runs go
+to the paper's full budget. :func:`write_results` copies the report, each experiment's ``runs.csv`` and its
+curves into one small folder to copy off a remote machine (checkpoints stay in the run folders).
+"""
+from __future__ import annotations
+
+import dataclasses
+import shutil
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+from .compare import CompareError
+
+MZU_DT = "zones=4,filter_size=1000,transition_depth=1,share_transition=true,layer_norm=true,candidate_dropout=0.5," \
+         "disagreement_weight=1.0"
+"""The MZU cells of Table 1 as the paper trains them on PTB (the options of configs/lm/ptb_char_*mzu_dt.yaml)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class PaperScale:
+    """What an experiment changes at the paper's sizes: the paper-size config, its full budget and cells; ``fields``
+    are further :class:`~lit_rnncells.experiments.reproduce.Experiment` fields to replace."""
+
+    config: str
+    budget: str
+    setting: str
+    cells: Optional[Dict[str, str]] = None
+    fields: Dict[str, object] = dataclasses.field(default_factory=dict)
+
+
+SCALES: Dict[str, Dict[str, PaperScale]] = {
+    "mzu": {"ptb_char": PaperScale(
+        config="configs/lm/ptb_char_gru.yaml", budget="epochs=60",
+        cells={"GRU": "GRU", "GRUDT(transition_depth=1,share_transition=true)": "GRU+DT",
+               f"SatMZU({MZU_DT})": "satMZU+DT", f"GcnMZU({MZU_DT})": "gcnMZU+DT",
+               f"CapMZU({MZU_DT},capsules=2,routing_iterations=3)": "capMZU+DT"},
+        fields={"paper": {"GRU": 1.269, "GRU+DT": 1.208, "satMZU+DT": 1.189, "gcnMZU+DT": 1.183, "capMZU+DT": 1.181},
+                "seeds": 1, "match_params": None, "hidden_size": 800, "extra": ()},
+        setting="the paper's sizes (configs/lm/ptb_char_gru.yaml): embedding 256, hidden 800 for every cell, batch "
+                "256, BPTT 150, Adam 1e-3, clip 5; MZU cells with 4 zones, filter 1000, layer norm, candidate "
+                "dropout 0.5, λ = 1, M shared across depth (capMZU: 2 capsules, 3 routing iterations); the config's "
+                "locked dropout 0.5 on the RNN output for every cell; 60 epochs (the paper gives none), 1 seed")},
+    "mcrnn": {"ptb_word": PaperScale(
+        config="configs/lm/ptb_word_awd_lstm.yaml", budget="epochs=500",
+        fields={"seeds": 1, "match_params": None, "hidden_size": 1150, "extra": ()},
+        setting="AWD-LSTM's sizes (configs/lm/ptb_word_awd_lstm.yaml): 3 layers, 1150 hidden, 400 embedding, "
+                "weight drop 0.5, NT-ASGD, 500 epochs, 1 seed")},
+    "mufuru": {"logic_fig1a": PaperScale(
+        config="configs/logic/gru.yaml", budget="epochs=100",
+        fields={"vary": ("model.init_args.hidden_size=4,8,16",), "extra": ("--trainer.accelerator", "auto")},
+        setting="the paper's data and 100 epochs, hidden 4, 8 and 16, 3 seeds, on the GPU")},
+    "caru": {},
+}
+"""Paper-size settings of the CPU experiments of the same name; experiments without one are left out at this
+scale (their section says so)."""
+
+
+def paper_only_experiments(paper: str, Experiment: Callable[..., Any]) -> List[Any]:
+    """Experiments only run at the paper's size (no CPU counterpart): CARU's Multi30k translation (Table 2), as
+    ``Experiment`` (:class:`lit_rnncells.experiments.reproduce.Experiment`)."""
+    if paper != "caru":
+        return []
+    return [Experiment(
+        name="multi30k_de_en", title="Multi30k De→En, test BLEU ×100 (Table 2)",
+        config="configs/seq2seq/multi30k_de_en_gru.yaml", cells={"GRU": "GRU", "MGU": "MGU", "CARU": "CARU"},
+        paper={"GRU": 29.21, "MGU": 28.49, "CARU": 31.99}, metric="test/sacrebleu", lower_is_better=False,
+        budget="epochs=20", seeds=1,
+        paper_setting="256 input, 2048 hidden, batch 100, Adam 1e-3; BLEU-4 mean ± std of the paper's runs",
+        our_setting="configs/seq2seq/multi30k_de_en_gru.yaml: embedding 256, hidden 2048, batch 100, Adam 1e-3 "
+                    "with the learning rate halved on a validation plateau, 20 epochs, beam 5 at test, 1 seed")]
+
+
+def experiments(paper: str, cpu_experiments: Sequence[Any], Experiment: Callable[..., Any]) -> List[Any]:
+    """The paper's experiments at its sizes: each CPU experiment with a :data:`SCALES` entry, changed by it, then
+    :func:`paper_only_experiments`."""
+    scaled = []
+    for exp in cpu_experiments:
+        scale = SCALES.get(paper, {}).get(exp.name)
+        if scale is None:
+            continue
+        changes = dict(scale.fields, config=scale.config, budget=scale.budget, our_setting=scale.setting)
+        if scale.cells is not None:
+            changes["cells"] = scale.cells
+        scaled.append(dataclasses.replace(exp, **changes))
+    return scaled + paper_only_experiments(paper, Experiment)
+
+
+STARTUP_SHARE = 0.25
+"""The share of ``--total-minutes`` kept for what is not training: starting the processes, loading the data,
+testing and writing the report (an allowance, at least :data:`STARTUP_SECONDS`)."""
+STARTUP_SECONDS = 60
+
+
+def time_limit_seconds(time_budget: Optional[float], total_minutes: Optional[float]) -> Optional[float]:
+    """Each run's seconds of training: ``time_budget`` minutes, or what ``total_minutes`` leaves after the start-up
+    allowance (every run trains at once, so each gets all of it); ``None``: no limit (the paper's full budget)."""
+    if time_budget is not None and total_minutes is not None:
+        raise CompareError("--time-budget and --total-minutes both set the runs' time; give one of them.")
+    if time_budget is not None:
+        if time_budget <= 0:
+            raise CompareError(f"--time-budget {time_budget:g} is not a positive number of minutes; use e.g. 5.")
+        return time_budget * 60.0
+    if total_minutes is None:
+        return None
+    seconds = total_minutes * 60.0
+    reserve = max(STARTUP_SECONDS, STARTUP_SHARE * seconds)
+    if seconds <= reserve:
+        raise CompareError(f"--total-minutes {total_minutes:g} leaves no time to train after {reserve:.0f} s of "
+                           "start, data loading and testing; give more minutes, or --time-budget for the runs alone.")
+    return seconds - reserve
+
+
+MAX_FILES = 8
+MAX_BYTES = 16 * 1024 * 1024
+RESULT_FILES = ("runs.csv", "curves_steps.png", "curves_seconds.png")
+
+
+def write_results(results: Path, report: str, paper: str, run_folders: Dict[str, Path]) -> List[Path]:
+    """The small folder to copy off the machine: ``<paper>.md`` and each experiment's ``runs.csv`` and curves
+    (``<experiment>_<file>``), at most :data:`MAX_FILES` files of at most 16 MB each; the files written. The
+    seconds-curves go first when the count would pass the limit."""
+    wanted = [(name, folder / f) for name, folder in run_folders.items() for f in RESULT_FILES if (folder / f).is_file()]
+    while len(wanted) + 1 > MAX_FILES and any(src.name == "curves_seconds.png" for _, src in wanted):
+        last = max(i for i, (_, src) in enumerate(wanted) if src.name == "curves_seconds.png")
+        wanted.pop(last)
+    wanted = wanted[:MAX_FILES - 1]
+    results.mkdir(parents=True, exist_ok=True)
+    page = results / f"{paper}.md"
+    page.write_text(report, encoding="utf-8")
+    written = [page]
+    for name, src in wanted:
+        if src.stat().st_size >= MAX_BYTES:
+            continue  # never the case for a CSV or a curve; kept out rather than filling the folder
+        target = results / f"{name}_{src.name}"
+        shutil.copyfile(src, target)
+        written.append(target)
+    return written
+
+
+def reached(rows: Sequence[Dict[str, object]], time_limit: Optional[float]) -> str:
+    """The epochs and steps each run reached (and whether its time limit stopped it), for the report."""
+    if not rows:
+        return ""
+    limit = f" in a time limit of {time_limit / 60:.1f} min per run" if time_limit is not None else ""
+    runs = "; ".join(f"{r['cell']} seed {r['seed']}: {r['epochs']} epochs, {r['steps']} steps" for r in rows)
+    return f"Reached{limit}: {runs}.\n"

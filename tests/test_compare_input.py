@@ -1,0 +1,70 @@
+"""compare's input, refused at start or reported plainly (issue 33): a cell named twice, a parameter target no cell
+comes near, and the table's mean ± std at one precision."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from lit_rnncells import compare as cmp
+from lit_rnncells.experiments.report import mean_std, summary_markdown
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIG = str(ROOT / "configs" / "logic" / "gru.yaml")
+TINY = ["--", "--data.init_args.train_size", "32", "--data.init_args.val_size", "16", "--data.init_args.test_size",
+        "16", "--trainer.enable_progress_bar", "false"]
+
+
+def one_error_line(capsys, argv, out: Path) -> str:
+    assert cmp.main(["--out", str(out), "--budget", "steps=1", "--seeds", "1", "--no-wandb", *argv, *TINY]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and len(err.splitlines()) == 1, err
+    assert not list(out.glob("*/spec.json"))  # refused before any run started
+    return err
+
+
+@pytest.mark.parametrize("cells, named", [
+    (["GRU", "GRU"], "'GRU' and 'GRU'"),
+    (["GRU", "MuFuRU", "gru"], "'GRU' and 'gru'"),
+    (["MultiChannel(cell=GRU,block_size=3)", "MultiChannel(block_size=3, cell=GRU)"],
+     "'MultiChannel(cell=GRU,block_size=3)' and 'MultiChannel(block_size=3, cell=GRU)'"),
+])
+def test_a_cell_named_twice_is_refused(cells, named, capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("WANDB_MODE", "disabled")
+    err = one_error_line(capsys, ["--config", CONFIG, "--cells", *cells], tmp_path)
+    assert f"--cells names one cell twice ({named})" in err and "--seeds" in err
+
+
+def test_different_options_of_one_cell_are_two_cells():
+    from lit_rnncells.experiments.compare.sweep import check_cells
+
+    cells = check_cells(["MultiChannel(cell=GRU,block_size=3)", "MultiChannel(cell=GRU,block_size=4)", "GRU"])
+    assert len(cells) == 3
+
+
+def test_a_target_below_every_size_of_a_cell_is_refused(capsys, tmp_path, monkeypatch):
+    """``--match-params 1``: GRU's smallest model (hidden 1) has 525 parameters; no size comes within 5%."""
+    monkeypatch.setenv("WANDB_MODE", "disabled")
+    err = one_error_line(capsys, ["--config", CONFIG, "--cells", "GRU", "MuFuRU", "--match-params", "1"], tmp_path)
+    assert "--match-params 1: no hidden size of GRU comes within 5% of 1 parameters" in err
+    assert "its smallest model (hidden 1) has 525" in err and "give a target of at least 726" in err
+
+
+def test_a_target_a_cell_reaches_is_matched_even_if_coarsely(capsys):
+    """Tiny sizes are coarse (MuFuRU at hidden 1 is -18% of a GRU of 4): matched and printed, not refused."""
+    log = __import__("io").StringIO()
+    specs = cmp.plan(CONFIG, ["GRU", "MuFuRU"], [1], cmp.Budget.parse("steps=1"), Path("x"), [], None, "GRU@4",
+                     "val/acc", "max", [], False, True, log)
+    assert [s.hidden_size for s in specs] == [4, 1] and "-17.69% of 882" in log.getvalue()
+
+
+def test_mean_and_std_have_the_same_decimals():
+    assert mean_std([0.737, 0.732]) == "0.7345 ± 0.0035"  # was 0.7345 ± 0.003536
+    assert mean_std([12.5, 12.0, 13.1]) == "12.53 ± 0.55"
+    assert mean_std([1230.0, 1245.0]) == "1238 ± 11"
+    assert mean_std([0.5, 0.5]) == "0.5000 ± 0.0000"
+    assert mean_std([0.25]) == "0.25"  # one value: as before
+    row = {"cell": "GRU", "hidden_size": 4, "params": 500, "best val/acc": 0.737, "test/acc": 0.5, "steps": 4,
+           "seconds": 1.25, "tokens_per_s": 1000.0}
+    table = summary_markdown([row, {**row, "best val/acc": 0.732}], "c.yaml", "steps=4", "val/acc", [])
+    assert "| 0.7345 ± 0.0035 |" in table
