@@ -13,7 +13,7 @@ import pytest
 
 from lit_rnncells.experiments import leaderboard as lb
 from lit_rnncells.experiments.leaderboard_tasks import TASKS, Task
-from lit_rnncells.experiments.report import number
+from lit_rnncells.experiments.report import mean_std
 from tests.test_language_model import ptb_char_corpus
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -97,7 +97,11 @@ def test_the_pages_numbers_are_runs_csvs_means_and_stds(board):
             values = [float(r[task.metric]) * task.scale for r in rows if r["cell"] == label]
             assert len(values) == len(SEEDS)
             shown = table[cell][column]
-            assert shown.startswith(f"{number(statistics.fmean(values))} ± {number(statistics.stdev(values))}")
+            mean, std = (float(x) for x in shown.split(" (")[0].split(" ± "))
+            assert shown.startswith(mean_std(values))  # the house format: both to the mean's decimals
+            places = len(shown.split(" ± ")[0].partition(".")[2])
+            assert mean == pytest.approx(statistics.fmean(values), abs=0.51 * 10 ** -places)
+            assert std == pytest.approx(statistics.stdev(values), abs=0.51 * 10 ** -places)
 
 
 @pytest.mark.slow
@@ -178,3 +182,19 @@ def test_paper_sizes_run_each_config_as_it_is(tmp_path):
     assert {k: str(v) for k, v in small.budgets.items()} == {"logic": "steps=300", "ptb_char": "steps=100"}
     assert small.targets == {"logic": "GRU@16", "ptb_char": "GRU@256"}  # ptb_char: the MZU reproduction's target
     assert small.tasks[1].extra[:2] == ("--model.init_args.embedding_size", "64")
+
+
+def test_jobs_and_a_launcher_reach_every_tasks_comparison(tmp_path, monkeypatch):
+    """--jobs goes to the runner of every task unchanged; a launcher is built per task folder, all before the
+    first run."""
+    calls, built = [], []
+    monkeypatch.setattr(lb, "check_tasks", lambda plan: None)
+    monkeypatch.setattr(lb, "compare", lambda config, cells, **kw: calls.append((config, kw)) or [])
+    plan = lb.make_plan(["GRU"], ["logic", "ptb_char"], 1, ["steps=2"], [], tmp_path / "runs", jobs=3,
+                        launcher_for=lambda folder: built.append(folder) or f"launcher of {folder.name}")
+    lb.run_plan(plan, log=io.StringIO())
+    assert built == [tmp_path / "runs" / "logic", tmp_path / "runs" / "ptb_char"]
+    assert [(kw["jobs"], kw["launcher"], kw["out"]) for _, kw in calls] == [
+        (3, "launcher of logic", tmp_path / "runs" / "logic"), (3, "launcher of ptb_char", tmp_path / "runs" / "ptb_char")]
+    with pytest.raises(lb.CompareError, match="--jobs 0"):
+        lb.make_plan(["GRU"], ["logic"], 1, [], [], tmp_path / "runs", jobs=0)

@@ -19,9 +19,9 @@ import io
 import re
 import shlex
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
 from ..paths import check_output_file, check_output_folder
 from . import compare as runner
@@ -43,8 +43,10 @@ class Plan:
     budgets: Dict[str, Budget]
     targets: Dict[str, str]
     out: Path
-    runner_options: Dict[str, Any] = field(default_factory=dict)
-    """Passed on to every :func:`compare` call unchanged (the runner's own options, e.g. ``jobs``)."""
+    jobs: int = 1
+    """Runs at once on this machine, within each task (the runner's ``--jobs``)."""
+    launcher_for: Optional[Callable[[Path], Any]] = None
+    """The runner's launcher of a task's runs, given the task's folder (``None``: the local one, ``jobs`` at once)."""
 
 
 def resolve_tasks(names: Sequence[Union[str, Task]]) -> List[Task]:
@@ -99,7 +101,7 @@ def per_task(values: Sequence[str], tasks: Sequence[Task], option: str, default:
 
 def make_plan(cells: Sequence[str], tasks: Sequence[Union[str, Task]], seeds: Union[int, Sequence[int]],
               budget: Sequence[str], match_params: Sequence[str], out: Union[str, Path], paper_sizes: bool = False,
-              runner_options: Optional[Dict[str, Any]] = None) -> Plan:
+              jobs: int = 1, launcher_for: Optional[Callable[[Path], Any]] = None) -> Plan:
     """Check every input (no run starts) and return the :class:`Plan`; a mistake is a :class:`CompareError`."""
     chosen = resolve_tasks(tasks)
     if paper_sizes:
@@ -108,6 +110,8 @@ def make_plan(cells: Sequence[str], tasks: Sequence[Union[str, Task]], seeds: Un
     seed_list = list(range(1, seeds + 1)) if isinstance(seeds, int) else list(seeds)
     if not seed_list or (isinstance(seeds, int) and seeds < 1):
         raise CompareError("--seeds must be 1 or more.")
+    if int(jobs) < 1:
+        raise CompareError(f"--jobs {jobs}: give 1 or more runs at once.")
     default_budget = {t.name: t.paper_budget() if paper_sizes else "steps=300" for t in chosen}
     budgets = {name: Budget.parse(text) for name, text in
                per_task(budget, chosen, "--budget", default_budget).items()}
@@ -120,7 +124,7 @@ def make_plan(cells: Sequence[str], tasks: Sequence[Union[str, Task]], seeds: Un
     for task in chosen:
         if not task.config_path.is_file():
             raise CompareError(f"Task {task.name}: its config {task.config} does not exist.")
-    return Plan(chosen, cell_specs, seed_list, budgets, targets, Path(out), dict(runner_options or {}))
+    return Plan(chosen, cell_specs, seed_list, budgets, targets, Path(out), int(jobs), launcher_for)
 
 
 def check_tasks(plan: Plan) -> None:
@@ -145,6 +149,8 @@ def run_plan(plan: Plan, env: Optional[Dict[str, str]] = None, log: Any = None,
     """Every task's comparison through :func:`compare` (finished runs kept); the rows of each task's runs.csv."""
     log = sys.stderr if log is None else log
     results: List[TaskResult] = []
+    launchers = {t.name: None if plan.launcher_for is None else plan.launcher_for(plan.out / t.name)
+                 for t in plan.tasks}  # every task's launcher checked before the first run
     for i, task in enumerate(plan.tasks, 1):
         print(f"leaderboard: task {i}/{len(plan.tasks)} {task.name} ({len(plan.cells)} cells x {len(plan.seeds)} "
               f"seeds, budget {plan.budgets[task.name]}, parameters of {plan.targets[task.name]})", file=log,
@@ -152,7 +158,8 @@ def run_plan(plan: Plan, env: Optional[Dict[str, str]] = None, log: Any = None,
         task_failed: List[str] = []
         rows = compare(str(task.config_path), plan.cells, seeds=plan.seeds, budget=plan.budgets[task.name],
                        out=plan.out / task.name, match_params=plan.targets[task.name], extra=list(task.extra),
-                       no_wandb=True, env=env, log=log, failed=task_failed, **plan.runner_options)
+                       no_wandb=True, env=env, log=log, failed=task_failed, launcher=launchers[task.name],
+                       jobs=plan.jobs)
         if failed is not None:
             failed += [f"{task.name}/{run_id}" for run_id in task_failed]
         results.append(TaskResult(task, rows, plan.out / task.name, str(plan.budgets[task.name]),
@@ -163,15 +170,16 @@ def run_plan(plan: Plan, env: Optional[Dict[str, str]] = None, log: Any = None,
 def leaderboard(cells: Sequence[str] = DEFAULT_CELLS, tasks: Sequence[Union[str, Task]] = DEFAULT_TASKS,
                 seeds: Union[int, Sequence[int]] = 3, budget: Sequence[str] = (), match_params: Sequence[str] = (),
                 out: Union[str, Path] = "runs/leaderboard", page: Union[str, Path, None] = None,
-                paper_sizes: bool = False, runner_options: Optional[Dict[str, Any]] = None,
+                paper_sizes: bool = False, jobs: int = 1, launcher_for: Optional[Callable[[Path], Any]] = None,
                 env: Optional[Dict[str, str]] = None, log: Any = None, failed: Optional[List[str]] = None,
                 command: str = "") -> Path:
     """Check everything, run (or reuse) every task's comparison, write the page; returns the page's path.
 
     ``budget`` and ``match_params`` hold ``VALUE`` (every task) and ``TASK:VALUE`` entries; by default each task
     gets ``steps=300`` and its own CPU-size parameter target (with ``paper_sizes``: its config's ``max_epochs``
-    and the config's own cell and hidden size). ``runner_options`` go to every :func:`compare` call."""
-    plan = make_plan(cells, tasks, seeds, budget, match_params, out, paper_sizes, runner_options)
+    and the config's own cell and hidden size). ``jobs`` runs of a task run at once (the runner's ``--jobs``);
+    ``launcher_for(task_folder)``, when given, is the runner's launcher of that task's runs."""
+    plan = make_plan(cells, tasks, seeds, budget, match_params, out, paper_sizes, jobs, launcher_for)
     page_path = Path(page) if page is not None else plan.out / "leaderboard.md"
     try:
         check_output_file(page_path, "--page")
@@ -188,7 +196,8 @@ def default_command(plan: Plan, page: Path) -> str:
     """The command line that writes this page (for a page written through the Python API)."""
     parts = ["python -m lit_rnncells.leaderboard", "--cells", *map(shlex.quote, plan.cells),
              "--tasks", *(t.name for t in plan.tasks), "--seed-list", *map(str, plan.seeds),
-             "--budget", *(f"{n}:{b}" for n, b in plan.budgets.items()), "--out", str(plan.out),
+             "--budget", *(f"{n}:{b}" for n, b in plan.budgets.items()),
+             *(["--jobs", str(plan.jobs)] if plan.jobs != 1 else []), "--out", str(plan.out),
              "--page", str(page)]
     return " ".join(parts)
 
@@ -198,11 +207,12 @@ def paper_size_text(plan: Plan) -> str:
     sizes = "; ".join(f"{t.name} `{t.paper_budget()}` matched to `{t.paper_sized().match_params}`"
                       for t in plan.tasks)
     command = " ".join(["python -m lit_rnncells.leaderboard --paper-sizes", "--cells", *map(shlex.quote, plan.cells),
-                        "--tasks", *(t.name for t in plan.tasks), "--seeds 3",
+                        "--tasks", *(t.name for t in plan.tasks), "--seeds 3", "--jobs 8",
                         "--out runs/leaderboard-paper --page leaderboard-paper.md"])
     return ("`--paper-sizes` runs every task config as it is (the papers' sizes), each cell matched to the "
             f"parameters of the config's own model and trained for the config's own epochs ({sizes}). That needs "
-            "GPUs; on a GPU machine:\n\n```\n" + command + "\n```")
+            "GPUs; on a machine with 8 GPUs (`--jobs 8`: 8 runs at once, each on its own GPU):\n\n```\n" + command +
+            "\n```")
 
 
 # --- command line ---------------------------------------------------------------------------------------------
@@ -234,9 +244,19 @@ def build_parser() -> argparse.ArgumentParser:
                          "each task's own, e.g. logic GRU@8, ptb_char GRU@256)")
     ap.add_argument("--paper-sizes", action="store_true",
                     help="the task configs as they are (the papers' sizes): for GPUs, see docs/leaderboard.md")
+    ap.add_argument("--jobs", type=int, default=1, metavar="N",
+                    help="runs at once within each task, each its own GPU or its share of the CPU threads (the "
+                         "comparison runner's --jobs; default 1)")
     ap.add_argument("--out", default="runs/leaderboard", help="folder of the runs, one subfolder per task")
     ap.add_argument("--page", help="the markdown page to write, its PNGs beside it (default <out>/leaderboard.md)")
     return ap
+
+
+def launcher_factory(args: argparse.Namespace) -> Optional[Callable[[Path], Any]]:
+    """The runner's launcher of each task's runs, from the launcher options (``None``: the local launcher). With
+    the Slurm launcher merged, :func:`build_parser` adds its options (``add_slurm_options(ap)``) and this returns
+    ``lambda folder: slurm_launcher(args, folder)`` when ``args.launcher == "slurm"``."""
+    return None
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -249,7 +269,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     command = " ".join(["python -m lit_rnncells.leaderboard", *map(shlex.quote, argv)])
     try:
         page = leaderboard(args.cells, args.tasks, args.seed_list or args.seeds, args.budget, args.match_params,
-                           args.out, args.page, args.paper_sizes, failed=failed, command=command)
+                           args.out, args.page, args.paper_sizes, args.jobs, launcher_factory(args), failed=failed,
+                           command=command)
     except CompareError as error:
         return runner.error_exit(str(error))
     except runner.Interrupted as stop:

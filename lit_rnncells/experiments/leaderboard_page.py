@@ -2,7 +2,7 @@
 the ranks per task as a heatmap (PNG beside the page), and each task's learning curves (the runner's plot).
 
 Every number comes from the rows of the tasks' ``runs.csv`` (:func:`lit_rnncells.experiments.report.row_of`),
-formatted by :func:`lit_rnncells.experiments.report.number`."""
+formatted as the comparison runner formats them (:func:`lit_rnncells.experiments.report.mean_std`)."""
 from __future__ import annotations
 
 import math
@@ -15,7 +15,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from .compare import cell_label, check_cell
 from .leaderboard_tasks import TASKS, Task
-from .report import number
+from .report import mean_std, number
 from .reproduce import spec_label
 
 
@@ -48,12 +48,7 @@ class Entry:
 
     def shown(self) -> str:
         """``mean ± std`` (the std from two seeds on), ``–`` without runs; the paper's figure after it."""
-        if not self.values:
-            text = "–"
-        elif len(self.values) == 1:
-            text = number(self.values[0])
-        else:
-            text = f"{number(statistics.fmean(self.values))} ± {number(statistics.stdev(self.values))}"
+        text = mean_std(self.values) if self.values else "–"
         return text + (f" (paper {number(self.paper)})" if self.paper is not None else "")
 
 
@@ -190,7 +185,9 @@ def write_page(page: Path, results: Sequence[TaskResult], cells: Sequence[str], 
     lines += ["", "Each entry: the mean ± sample std over seeds of the task's test metric, measured on each run's "
               "best-validation checkpoint; a cell without a finished run shows –. In brackets, the paper's figure "
               "where the paper reports one for that cell: the papers train far longer at larger sizes, so compare "
-              "orderings, not values. Cells are ordered by their mean rank over the tasks.", "",
+              "orderings, not values. Cells are ordered by their mean rank over the tasks. In each task's table, seconds "
+              "are the wall-clock seconds of a fit (validation included) on this machine, with whatever else it ran.",
+              "",
               f"![Ranks per task]({ranks_png.name})", ""]
     for result, entry_of in zip(results, table):
         curves = None
