@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Dict, Optional, Tuple
+from typing import Dict, Optional, Sequence, Tuple
 
 import yaml
 
@@ -75,6 +75,13 @@ def own_reference(config: Path) -> str:
     return f"{name.rsplit('.', 1)[-1]}@{model.get('hidden_size', 256)}"
 
 
+def overridden(args: Sequence[str], changes: Dict[str, str]) -> Tuple[str, ...]:
+    """CLI ``--key value`` pairs with the values of ``changes`` in place (keys not in ``args`` appended)."""
+    pairs = dict(zip(args[::2], args[1::2]))
+    pairs.update(changes)
+    return tuple(item for pair in pairs.items() for item in pair)
+
+
 def paper_task(name: str, title: str, paper: str, experiment: str, **changes: object) -> Task:
     """A task from a reproduction experiment: its config, metric, scale, CPU-size arguments and parameter target."""
     exp = next(e for e in PAPERS[paper][1] if e.name == experiment)
@@ -95,7 +102,7 @@ TASKS: Dict[str, Task] = {task.name: task for task in (
     paper_task("ptb_char", "PTB characters (MZU Table 1): test bits per character", "mzu", "ptb_char",
                # eager (a few hundred steps do not pay back the MZU cells' compile time); validation every 50
                # steps on 20 batches, so a short budget still draws curves
-               extra=LM_SMALL + ("--trainer.val_check_interval", "50", "--trainer.limit_val_batches", "20")),
+               extra=overridden(LM_SMALL, {"--trainer.val_check_interval": "50", "--trainer.limit_val_batches": "20"})),
     paper_task("ptb_word", "PTB words (MC-RNN Table 4): test perplexity", "mcrnn", "ptb_word"),
     paper_task("absa_restaurants", "SemEval-2014 Restaurants (MZU Table 6): test accuracy %", "mzu",
                "absa_restaurants"),
