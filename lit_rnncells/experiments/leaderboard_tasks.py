@@ -14,6 +14,7 @@ from typing import Dict, Optional, Sequence, Tuple
 import yaml
 
 from .compare import mode_of
+from .paper_scale import SCALES, PaperScale
 from .reproduce import LM_SMALL, PAPERS, ROOT, Experiment
 
 
@@ -55,12 +56,23 @@ class Task:
         paper, name = self.figure
         return next(e for e in PAPERS[paper][1] if e.name == name)
 
+    def paper_scale(self) -> Optional[PaperScale]:
+        """The reproduction's paper-size settings of this task's experiment (``reproduce --scale paper``), if any."""
+        return None if self.figure is None else SCALES.get(self.figure[0], {}).get(self.figure[1])
+
     def paper_sized(self) -> "Task":
-        """The task at the paper's size: the config unchanged, matched to the config's own cell and size."""
-        return replace(self, extra=(), match_params=own_reference(self.config_path))
+        """The task at the paper's size: the paper-size config of its reproduction experiment, else its own config,
+        unchanged, every cell matched to the parameters of that config's own cell and size."""
+        scale = self.paper_scale()
+        config = scale.config if scale is not None else self.config
+        return replace(self, config=config, extra=(), match_params=own_reference(ROOT / config))
 
     def paper_budget(self) -> str:
-        """The config's own training length as a budget (``epochs=N``)."""
+        """The paper's training length: the reproduction's paper-size budget, else the config's own
+        ``max_epochs`` (or ``max_steps``)."""
+        scale = self.paper_scale()
+        if scale is not None:
+            return scale.budget
         trainer = (yaml.safe_load(self.config_path.read_text()) or {}).get("trainer") or {}
         if trainer.get("max_steps", -1) not in (None, -1):
             return f"steps={trainer['max_steps']}"
