@@ -177,6 +177,9 @@ def test_paper_sizes_run_each_config_as_it_is(tmp_path):
     assert [t.extra for t in plan.tasks] == [(), ()]
     assert plan.targets == {"logic": "GRU@8", "ptb_char": "GRU@800"}
     assert {k: str(v) for k, v in plan.budgets.items()} == {"logic": "epochs=100", "ptb_char": "epochs=60"}
+    word = lb.make_plan(["LSTM"], ["ptb_word"], 1, [], [], tmp_path / "runs", paper_sizes=True)
+    assert word.tasks[0].config == "configs/lm/ptb_word_awd_lstm.yaml"  # the reproduction's paper-size config
+    assert str(word.budgets["ptb_word"]) == "epochs=500" and word.targets["ptb_word"] == "LSTM@1150"
     small = lb.make_plan(["GRU"], ["logic", "ptb_char"], 2, ["steps=300", "ptb_char:steps=100"],
                          ["logic:GRU@16"], tmp_path / "runs")
     assert {k: str(v) for k, v in small.budgets.items()} == {"logic": "steps=300", "ptb_char": "steps=100"}

@@ -1,3 +1,4 @@
 """Experiments over runs: the comparison runner (``compare``), what it writes (``report``), parameter
-matching (``param_match``), the learning-curve callback (``curves``) and the papers' reproduction reports
-(``reproduce``). ``python -m lit_rnncells.compare`` and ``python -m lit_rnncells.reproduce`` run them."""
+matching (``param_match``), the learning-curve callback (``curves``), the papers' reproduction reports
+(``reproduce``) and the cells x tasks leaderboard over the runner (``leaderboard``). ``python -m
+lit_rnncells.compare``, ``python -m lit_rnncells.reproduce`` and ``python -m lit_rnncells.leaderboard`` run them."""
