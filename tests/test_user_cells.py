@@ -32,3 +32,19 @@ def test_an_unimported_cell_name_suggests_the_import_path(tmp_path, capsys, monk
     assert len(lines) == 1 and "Unknown cell 'MyOwnCell'" in lines[0]
     assert "import path, e.g. mycells.minimal.MyOwnCell" in lines[0]
     assert not os.listdir(tmp_path)
+
+
+def test_an_unregistered_cell_is_found_and_saved_by_its_import_path():
+    """``package.module.Class`` and ``package.module:Class`` both name a cell of a user's module that does not
+    register itself; a task keeps it in its hyperparameters as that import path (plain data, so its checkpoints
+    load with ``weights_only``), which finds the class again."""
+    from lit_rnncells.cells import get_cell
+    from lit_rnncells.tasks.base import cell_config, resolve_cell
+    from tests.examples.leaderboard_cell import GainRNN
+
+    assert get_cell("tests.examples.leaderboard_cell.GainRNN") is GainRNN
+    assert get_cell("tests.examples.leaderboard_cell:GainRNN") is GainRNN
+    assert "GainRNN" not in registry.available_cells()
+    assert cell_config(GainRNN) == "tests.examples.leaderboard_cell.GainRNN"
+    assert resolve_cell(cell_config(GainRNN)) is GainRNN
+    assert cell_config(registry.get_cell("GRU")) == "GRU"

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import difflib
+import importlib
 import inspect
 from typing import Any, Callable, Dict, List, Type, TypeVar
 
@@ -45,12 +46,31 @@ def available_cells() -> List[str]:
     return sorted({cls.__name__ for cls in _CELLS.values()})
 
 
+def _imported_cell(path: str) -> Type[RecurrentCell] | None:
+    """The cell class at an import path (``package.module.Class`` or ``package.module:Class``), importing its
+    module (which registers the cell, if it registers itself); ``None`` when it is not one."""
+    module, sep, attribute = path.partition(":")
+    if not sep:
+        module, _, attribute = path.rpartition(".")
+    if not module or not attribute:
+        return None
+    try:
+        found = getattr(importlib.import_module(module), attribute)
+    except (ImportError, AttributeError, ValueError):
+        return None
+    return found if isinstance(found, type) and issubclass(found, RecurrentCell) else None
+
+
 def get_cell(name: str) -> Type[RecurrentCell]:
-    """The cell class registered as ``name``; a clear error lists the known ones."""
+    """The cell class registered as ``name``, or at the import path ``name`` (``mycells.minimal.MyCell`` or
+    ``mycells.minimal:MyCell``); a clear error lists the known ones."""
     try:
         return _CELLS[_key(name)]
     except KeyError:
-        if "class_path" in name or "." in name:
+        imported = _imported_cell(name) if "." in name or ":" in name else None
+        if imported is not None:
+            return imported
+        if "class_path" in name or "." in name or ":" in name:
             raise UnknownCellError(f"Cell {name!r} could not be imported: check the class_path spelling, e.g. "
                                    f"'lit_rnncells.cells.GRU'. Known cells: {', '.join(available_cells())}.") from None
         known = available_cells()

@@ -52,8 +52,11 @@ class Match:
 
 def cell_name(cell: CellSpec) -> str:
     """The class name of a cell spec, for tables (``"MultiChannel"`` for a dict spec of it)."""
-    name = cell["class_path"] if isinstance(cell, dict) else cell
-    return get_cell(str(name).rsplit(".", 1)[-1]).__name__
+    name = str(cell["class_path"] if isinstance(cell, dict) else cell)
+    try:
+        return get_cell(name).__name__  # a registered name or an import path
+    except ValueError:
+        return get_cell(name.rsplit(".", 1)[-1]).__name__
 
 
 def count_parameters(model: torch.nn.Module) -> int:

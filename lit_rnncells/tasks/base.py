@@ -38,9 +38,13 @@ def cell_config(cell: Any) -> Any:
         return cell
     if isinstance(cell, type):
         try:
-            return cell.__name__ if get_cell(cell.__name__) is cell else cell
+            if get_cell(cell.__name__) is cell:
+                return cell.__name__
         except ValueError:
-            return cell
+            pass
+        if "<" not in cell.__qualname__:  # a cell of a user's module, not registered: its import path, so a
+            return f"{cell.__module__}.{cell.__qualname__}"  # checkpoint stays plain data (weights_only loads)
+        return cell
     if isinstance(cell, functools.partial):  # functools.partial(cls, ...) or jsonargparse's partial(…, cls, ...)
         cls = cell.func if isinstance(cell.func, type) else next((a for a in cell.args if isinstance(a, type)), None)
         if cls is not None:
