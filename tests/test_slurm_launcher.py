@@ -153,3 +153,14 @@ def test_a_slurm_grid_requeues_a_preempted_run_and_a_rerun_resumes_a_cancelled_o
     with open(out / "runs.csv") as handle:
         rows = list(csv.DictReader(handle))
     assert len(rows) == 4 and {r["steps"] for r in rows} == {"8"}
+
+
+def test_leaderboard_takes_the_slurm_launcher_and_checks_it_before_any_run(tmp_path, capsys, monkeypatch):
+    from lit_rnncells.experiments.leaderboard import main as leaderboard_main
+
+    monkeypatch.setenv("PATH", str(tmp_path))
+    out = tmp_path / "out"
+    assert leaderboard_main(["--cells", "GRU", "--tasks", "logic", "--seeds", "1", "--launcher", "slurm",
+                             "--out", str(out)]) == 2
+    assert "needs Slurm's sbatch on PATH" in error_line(capsys.readouterr().err)
+    assert not any(out.rglob("result.json"))

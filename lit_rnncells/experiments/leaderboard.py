@@ -26,6 +26,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 from ..paths import check_output_file, check_output_folder
 from . import compare as runner
 from .compare import Budget, CompareError, check_cell, compare
+from .compare.slurm_settings import add_slurm_options, slurm_launcher
 from .leaderboard_page import TaskResult, write_page
 from .leaderboard_tasks import TASKS, Task
 
@@ -249,13 +250,15 @@ def build_parser() -> argparse.ArgumentParser:
                          "comparison runner's --jobs; default 1)")
     ap.add_argument("--out", default="runs/leaderboard", help="folder of the runs, one subfolder per task")
     ap.add_argument("--page", help="the markdown page to write, its PNGs beside it (default <out>/leaderboard.md)")
+    add_slurm_options(ap)
     return ap
 
 
 def launcher_factory(args: argparse.Namespace) -> Optional[Callable[[Path], Any]]:
-    """The runner's launcher of each task's runs, from the launcher options (``None``: the local launcher). With
-    the Slurm launcher merged, :func:`build_parser` adds its options (``add_slurm_options(ap)``) and this returns
-    ``lambda folder: slurm_launcher(args, folder)`` when ``args.launcher == "slurm"``."""
+    """The runner's launcher of each task's runs, from the launcher options (``None``: the local launcher;
+    ``--launcher slurm``: each task folder's runs as Slurm jobs, as ``compare --launcher slurm``)."""
+    if args.launcher == "slurm":
+        return lambda folder: slurm_launcher(args, folder)
     return None
 
 
