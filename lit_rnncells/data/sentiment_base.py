@@ -13,7 +13,7 @@ from lightning.pytorch import LightningDataModule
 from torch import Tensor
 from torch.utils.data import DataLoader
 
-from ..cells.base import check_positive
+from ..arguments import check_positive
 from ..paths import read_stdin, read_text_file
 from .batching import BucketedBatches, ResumableBatchesMixin, batch_loader
 from .check import SplitCheckMixin

@@ -47,7 +47,7 @@ from lightning.pytorch.utilities import rank_zero_info
 from torch import Tensor
 from torch.utils.data import DataLoader
 
-from ..cells.base import check_positive
+from ..arguments import check_positive
 from . import hub
 from ..paths import read_stdin, read_text_file
 from .check import SplitCheckMixin

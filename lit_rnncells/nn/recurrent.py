@@ -10,7 +10,8 @@ import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
 
-from ..cells.base import CellFactory, RecurrentCell, State, check_positive, check_probability
+from ..arguments import check_positive, check_probability
+from ..cells.base import CellFactory, RecurrentCell, State
 from ..cells.registry import get_cell
 from .compiled import compile_mode, compiled_calls, compiled_step, report_compiled_forward, use_compiled
 

@@ -38,7 +38,8 @@ from lightning.pytorch.utilities import rank_zero_info
 from torch import Tensor, nn
 from torch.nn import functional as F
 
-from ..cells.base import RecurrentCell, State, check_positive, check_probability
+from ..arguments import check_positive, check_probability
+from ..cells.base import RecurrentCell, State
 from ..nn.attention import ATTENTION_KINDS, Attention
 from ..nn.beam_search import Hypothesis, SearchConfig, search, select_batch
 from ..nn.compiled import compiled_step, use_compiled
