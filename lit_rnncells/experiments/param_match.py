@@ -21,6 +21,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 import torch
 
 from ..cells.registry import get_cell
+from ..nn.parameters import count_parameters  # kept importable from here
 
 CellSpec = Union[str, Dict[str, Any]]
 """A registered cell name, or ``{"class_path": name, "init_args": {...}}`` (cells that need options)."""
@@ -54,11 +55,6 @@ def cell_name(cell: CellSpec) -> str:
     """The class name of a cell spec, for tables (``"MultiChannel"`` for a dict spec of it)."""
     name = cell["class_path"] if isinstance(cell, dict) else cell
     return get_cell(str(name).rsplit(".", 1)[-1]).__name__
-
-
-def count_parameters(model: torch.nn.Module) -> int:
-    """Every parameter of the model (trainable or frozen), shared tensors once."""
-    return sum(p.numel() for p in model.parameters())
 
 
 def rebuild(model: torch.nn.Module, **changes: Any) -> torch.nn.Module:
