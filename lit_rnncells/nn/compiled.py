@@ -2,7 +2,7 @@
 
 ``Recurrent`` runs every cell as: the input maps for all steps at once (``project_input``), a
 Python loop over ``step``, then the outputs (``output_sequence``). With ``compile=True`` the loop
-body (:func:`~lit_rnncells.nn.recurrent._step`: the cell's step, the padding mask, the precision
+body (:func:`~lit_rnncells.nn.step._step`: the cell's step, the padding mask, the precision
 kept and the auxiliary loss) runs through ``torch.compile``: Inductor fuses the step's pointwise
 ops around its matmuls into a few kernels, and AOTAutograd does the same for its backward. Any
 cell compiles, unchanged: the graph is traced from its ``step``.
@@ -24,6 +24,7 @@ import torch
 from torch import Tensor
 
 from ..cells.base import RecurrentCell, State
+from .step import _step, map_state
 
 StepFn = Callable[[RecurrentCell, Tensor, State, Optional[Tensor], bool, bool], Tuple[State, Optional[Tensor]]]
 
@@ -71,8 +72,6 @@ def compiled_step(cell: RecurrentCell) -> StepFn:
     mode = compile_mode()
     fn = _COMPILED.get((cls, mode))
     if fn is None:
-        from .recurrent import _step, map_state
-
         body = _fresh_copy(_step, f"step_{cls.__name__}")
         _CODE[(cls, mode)] = body.__code__
         compiled = torch.compile(body, dynamic=None, mode=mode)
