@@ -22,6 +22,8 @@ import torch
 
 from ..cells.registry import get_cell
 from ..nn.parameters import count_parameters  # kept importable from here
+from ..cli import main
+from ..quiet import no_lightning_info
 
 CellSpec = Union[str, Dict[str, Any]]
 """A registered cell name, or ``{"class_path": name, "init_args": {...}}`` (cells that need options)."""
@@ -93,9 +95,6 @@ class ParamCounter:
     def __init__(self, config: Optional[str] = None, args: Sequence[str] = (),
                  model: Optional[torch.nn.Module] = None) -> None:
         if model is None:
-            from ..cli import main
-            from ..quiet import no_lightning_info
-
             cli_args = (["--config", config] if config else []) + list(args)
             argv, sys.argv = sys.argv, sys.argv[:1]  # LightningCLI warns when the process has arguments of its own
             try:

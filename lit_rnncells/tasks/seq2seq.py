@@ -45,6 +45,7 @@ from ..nn.beam_search import Hypothesis, SearchConfig, search, select_batch
 from ..nn.compiled import compiled_step, use_compiled
 from ..nn.recurrent import Recurrent, map_state
 from .base import CellSpec, RecurrentTask, cell_config, resolve_cell
+from .. import metrics
 
 EVAL_METRICS = ("sacrebleu", "tok_bleu", "rouge")
 SIGNATURE_LABELS = {"sacrebleu": "sacreBLEU", "tok_bleu": "tokenised BLEU (sacreBLEU)", "rouge": "ROUGE (rouge-score)"}
@@ -514,8 +515,6 @@ class Seq2Seq(RecurrentTask):
         :attr:`metric_signatures`, and is printed and logged the first time it appears."""
         if not records:
             return {}
-        from .. import metrics
-
         _, hyp_corpus, hyp_text, ref_corpus, ref_text = map(list, zip(*records))
         scores: Dict[str, float] = {}
         signatures: Dict[str, str] = {}
