@@ -30,6 +30,7 @@ from torch.utils.data import DataLoader, IterableDataset
 from . import hub
 from .batching import batch_loader
 from .check import SplitCheckMixin
+from .split_check import language_model_files
 from .text import (Vocabulary, VocabularyMismatchError, build_corpus, cached, default_cache_dir, file_fingerprint,
                    is_hub_id, local_or_hub)
 
@@ -296,6 +297,10 @@ class LanguageModelDataModule(SplitCheckMixin, LightningDataModule):
     @property
     def vocab_size(self) -> int:
         return len(self.vocab)
+
+    def split_files(self):
+        """The files the fit-time split check reads (:func:`lit_rnncells.data.split_check.language_model_files`)."""
+        return language_model_files(self)
 
     def setup(self, stage: str) -> None:
         self.check_splits(stage)

@@ -13,6 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Dict, List, Tuple
 
+from . import hub
+
 FILES = {"train": "train.txt", "validation": "dev.txt", "test": "test.txt"}
 HUB_ID = "stanfordnlp/sst2"
 FINE_LABELS = ("very negative", "negative", "neutral", "positive", "very positive")
@@ -134,8 +136,6 @@ def read_local(folder: Path) -> Dict[str, List[List[Phrase]]]:
 def read_hub(hub_id: str) -> Dict[str, List[Tuple[int, str]]]:
     """(label 0/1, sentence) of the hub's train and validation splits (GLUE SST-2 schema), read from its
     Parquet export (:mod:`lit_rnncells.data.hub`), row counts checked."""
-    from . import hub
-
     ds = hub.load_splits(hub_id, ("train", "validation"), hub.local_alternative(
         "sst", f"the folder with {', '.join(sorted(FILES.values()))}"))
     out = {}

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Any, Dict, List, Literal, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import torch
 from lightning.pytorch import LightningDataModule
@@ -54,35 +54,15 @@ from .check import SplitCheckMixin
 from . import duc
 from .batching import BucketedBatches, ResumableBatchesMixin, batch_loader, pad_batch
 from .checkpoint_state import datamodule_state
+from .known import KNOWN, Dataset, translation_datasets
+from .split_check import PARALLEL_FILES, translation_files
 from .subword import BOS_ID, EOS_ID, PAD_ID, SubwordTokenizer, check_tokenizer
-from .text import cached, default_cache_dir, file_fingerprint, is_hub_id, local_or_hub
+from .text import VocabularyMismatchError, cached, default_cache_dir, file_fingerprint, is_hub_id, local_or_hub
 
-DatasetName = Literal["multi30k", "iwslt14", "iwslt17", "gigaword", "duc2004", "parallel"]
 SPLITS = ("train", "valid", "test")
 DEFAULT_MAX_INPUT_LENGTH = 1024
 """The longest source (subwords) accepted at validate / test / predict time unless ``max_input_length`` says."""
-LANGUAGES = {"multi30k": ("de", "en"), "iwslt14": ("de", "en"), "iwslt17": ("de", "en"),
-             "gigaword": ("article", "title"), "duc2004": ("article", "title")}
-DEFAULT_DIRECTION = {"multi30k": ("de", "en"), "iwslt14": ("de", "en"), "iwslt17": ("de", "en"),
-                     "gigaword": ("article", "title"), "duc2004": ("article", "title")}
-LOCAL_FILES = {
-    "multi30k": {"train": "train.{}", "valid": "val.{}", "test": "test_2016_flickr.{}"},
-    "iwslt14": {"train": "train.{}", "valid": "valid.{}", "test": "test.{}"},
-    "iwslt17": {"train": "train.{}", "valid": "valid.{}", "test": "test.{}"},
-    "gigaword": {"train": "train.{}.txt", "valid": "valid.{}.filter.txt", "test": "test.{}.txt"},
-    "parallel": {"train": "train.{}", "valid": "valid.{}", "test": "test.{}"},
-    "duc2004": {"test": duc.INPUT_FILE},  # and task1_ref<k>.txt: read by _duc2004_source
-}
-TEST_ONLY = {"duc2004": "gigaword"}
-"""Test sets with no training or validation split, and the dataset their models are trained on."""
-ROUGE_MAX_BYTES = {"duc2004": 75}
-"""The standard truncation of ROUGE on a dataset (ROUGE-1.5.5 ``-b``): DUC-2004 scores the first 75 bytes."""
-HUB_IDS = {"multi30k": "bentrevett/multi30k", "iwslt17": "IWSLT/iwslt2017", "gigaword": "Harvard/gigaword"}
-LOCAL_ONLY = {"iwslt14"}  # named datasets no hub repo reproduces
 HUB_SPLITS = {"train": "train", "valid": "validation", "test": "test"}
-HUB_COLUMNS = {"gigaword": {"article": "document", "title": "summary"}}
-PRETOKENIZED = {"multi30k": False, "iwslt14": True, "iwslt17": False, "gigaword": True, "duc2004": True,
-                "parallel": False}
 MOSES_LANGUAGE = {"article": "en", "title": "en"}
 GIGAWORD_UNK = "UNK"  # the one unknown-word form: the release's test files and the hub's every split use it
 CACHE_VERSION = 2
@@ -93,13 +73,43 @@ IWSLT14_MISSING = ("iwslt14 is fairseq's IWSLT14 De-En ({{train,valid,test}}.{{d
                    "(the hub's IWSLT 2017 is dataset: iwslt17).")
 
 Lines = List[str]
+# The records' file patterns and hub ids as the tables this module had before them (for old imports only).
+LOCAL_FILES = {**{n: r.files for n, r in KNOWN.items() if r.languages}, "parallel": PARALLEL_FILES}
+HUB_IDS = {n: r.hub_id for n, r in KNOWN.items() if r.languages and r.hub_id}
+
+
+def record(dataset: str) -> Optional[Dataset]:
+    """The record of a named translation dataset (:mod:`lit_rnncells.data.known`); ``None`` for ``parallel``."""
+    found = KNOWN.get(dataset)
+    return found if found is not None and found.languages else None
+
+
+def _files(dataset: str) -> Dict[str, str]:
+    found = record(dataset)
+    return PARALLEL_FILES if found is None else found.files
+
+
+def _local_only(dataset: str) -> bool:
+    """A named dataset no hub repo holds (iwslt14): a missing local copy is one error naming how to build it."""
+    found = record(dataset)
+    return found is not None and found.hub_id is None and found.test_only_for is None
+
+
+def missing_local(dataset: str, where: str) -> str:
+    """The error for a local-only dataset whose files are not there."""
+    if dataset == "iwslt14":
+        return IWSLT14_MISSING.format(where=where)
+    names = sorted(p.format(lang) for p in _files(dataset).values() for lang in record(dataset).languages)
+    return (f"{dataset} is read from local files only ({', '.join(names)}), and {where}; run `python -m "
+            f"lit_rnncells.data prepare {dataset}` and set data.init_args.data_dir (or LIT_RNNCELLS_DATA, which "
+            f"holds {dataset}/) to that folder.")
 
 
 def default_data_dir(dataset: str) -> Optional[str]:
     """``$LIT_RNNCELLS_DATA/<dataset>`` when ``LIT_RNNCELLS_DATA`` is set, else the hub id (``None`` for
     ``parallel`` and the local-only ``iwslt14``)."""
-    named = dataset in HUB_IDS or dataset in LOCAL_ONLY or dataset in TEST_ONLY
-    return local_or_hub(dataset if named else None, HUB_IDS.get(dataset))
+    found = record(dataset)
+    return local_or_hub(None if found is None else dataset, None if found is None else found.hub_id)
 
 
 def canonical_unk(dataset: str, lines: Lines) -> Lines:
@@ -134,7 +144,7 @@ def check_no_empty(lines: Lines, name: str) -> None:
 
 def hub_alternative(dataset: str) -> str:
     """The end of a hub error: where a local copy goes instead."""
-    names = sorted(p.format(lang) for p in LOCAL_FILES[dataset].values() for lang in LANGUAGES[dataset])
+    names = sorted(p.format(lang) for p in _files(dataset).values() for lang in record(dataset).languages)
     return hub.local_alternative(dataset, f"the folder with {', '.join(names)}")
 
 
@@ -148,7 +158,7 @@ def read_hub_split(dataset: str, hub_id: str, split: str, source_language: str, 
     if "translation" in part.column_names:  # IWSLT: {"de": ..., "en": ...} per row
         pairs = part["translation"]
         return [p[source_language] for p in pairs], [p[target_language] for p in pairs]
-    columns = HUB_COLUMNS.get(dataset, {})
+    columns = record(dataset).hub_columns
     return (list(part[columns.get(source_language, source_language)]),
             list(part[columns.get(target_language, target_language)]))
 
@@ -157,7 +167,8 @@ class TranslationDataModule(SplitCheckMixin, ResumableBatchesMixin, LightningDat
     """A parallel corpus as length-bucketed subword batches, from a local folder or the hub.
 
     Args:
-        dataset: ``multi30k``, ``iwslt14`` (local only), ``iwslt17``, ``gigaword`` or ``parallel`` (your own files).
+        dataset: ``multi30k``, ``iwslt14`` (local only), ``iwslt17``, ``gigaword``, ``duc2004`` (test only), any
+            dataset registered in :mod:`lit_rnncells.data.known`, or ``parallel`` (your own files).
         data_dir: local folder in the official format, or a hub id (``owner/name``, or ``owner/name@commit`` to
             pin the Parquet export's revision). Default: ``$LIT_RNNCELLS_DATA/<dataset>`` when
             ``LIT_RNNCELLS_DATA`` is set, else the hub id.
@@ -187,7 +198,7 @@ class TranslationDataModule(SplitCheckMixin, ResumableBatchesMixin, LightningDat
         num_workers: 0 (collate in the training process) or 1 (in one background loader process).
     """
 
-    def __init__(self, dataset: DatasetName = "multi30k", data_dir: Optional[str] = None,
+    def __init__(self, dataset: str = "multi30k", data_dir: Optional[str] = None,
                  files: Optional[Dict[str, List[str]]] = None, source_language: Optional[str] = None,
                  target_language: Optional[str] = None, subword_vocab_size: int = 8000, joint_vocabulary: bool = True,
                  pretokenized: Optional[bool] = None, min_frequency: int = 2, batch_size: int = 64,
@@ -199,11 +210,12 @@ class TranslationDataModule(SplitCheckMixin, ResumableBatchesMixin, LightningDat
                  cache_dir: Optional[str] = None, seed: int = 0, chunk_batches: int = 50, num_workers: int = 0
                  ) -> None:
         super().__init__()
-        if dataset not in LOCAL_FILES:
-            raise ValueError(f"Unknown dataset {dataset!r}; choose one of {sorted(LOCAL_FILES)}.")
-        if dataset in TEST_ONLY and checkpoint_path is None:
+        if dataset not in translation_datasets():
+            raise ValueError(f"Unknown dataset {dataset!r}; choose one of {translation_datasets()}.")
+        trained_on = self._test_only_for(dataset)
+        if trained_on and checkpoint_path is None:
             raise ValueError(f"{dataset} is a test set only (no training split); test a model trained on "
-                             f"{TEST_ONLY[dataset]}: python -m lit_rnncells test --config <its config> --ckpt_path "
+                             f"{trained_on}: python -m lit_rnncells test --config <its config> --ckpt_path "
                              f"<its checkpoint> --data.init_args.dataset {dataset}.")
         check_positive(subword_vocab_size=subword_vocab_size, batch_size=batch_size,
                        eval_batch_size=eval_batch_size, min_frequency=min_frequency, chunk_batches=chunk_batches)
@@ -224,17 +236,19 @@ class TranslationDataModule(SplitCheckMixin, ResumableBatchesMixin, LightningDat
                 raise ValueError(f"files must map splits {list(SPLITS)} to [source_path, target_path], got "
                                  f"{split!r}: {pair!r}.")
         self.data_dir = data_dir if data_dir is not None else default_data_dir(dataset)
-        if dataset in LOCAL_ONLY and checkpoint_path is None and not self.files and (
+        if _local_only(dataset) and checkpoint_path is None and not self.files and (
                 self.data_dir is None or is_hub_id(self.data_dir)):
             where = ("no data_dir is set" if self.data_dir is None else
                      f"data_dir {self.data_dir!r} is not a local folder")
-            raise FileNotFoundError(IWSLT14_MISSING.format(where=where))
-        if self.data_dir is None and not self.files and checkpoint_path is None and dataset not in TEST_ONLY:
+            raise FileNotFoundError(missing_local(dataset, where))
+        if self.data_dir is None and not self.files and checkpoint_path is None and not trained_on:
             raise ValueError("dataset 'parallel' needs data_dir (a folder with {train,valid,test}.<language> "
                              "files) or files: {split: [source_path, target_path]}.")
-        if dataset in TEST_ONLY:
+        if trained_on:
             self._duc2004_source()  # a missing folder or file is named now, before the checkpoint loads
-        self.pretokenized = PRETOKENIZED[dataset] if pretokenized is None else bool(pretokenized)
+        found = record(dataset)
+        default_pretokenized = found is not None and found.pretokenized
+        self.pretokenized = default_pretokenized if pretokenized is None else bool(pretokenized)
         self.subword_vocab_size, self.joint_vocabulary, self.min_frequency = (
             subword_vocab_size, joint_vocabulary, min_frequency)
         self.batch_size, self.eval_batch_size, self.max_tokens = batch_size, eval_batch_size, max_tokens
@@ -259,17 +273,26 @@ class TranslationDataModule(SplitCheckMixin, ResumableBatchesMixin, LightningDat
 
     # --- configuration -----------------------------------------------------------------
     @staticmethod
+    def _test_only_for(dataset: str) -> Optional[str]:
+        found = record(dataset)
+        return None if found is None else found.test_only_for
+
+    def split_files(self):
+        """The files the fit-time split check reads (:func:`lit_rnncells.data.split_check.translation_files`)."""
+        return translation_files(self)
+
+    @staticmethod
     def _direction(dataset: str, source: Optional[str], target: Optional[str]) -> Tuple[str, str]:
         if dataset == "parallel":
             if not source or not target or source == target:
                 raise ValueError("dataset 'parallel' needs two different file suffixes as source_language and "
                                  f"target_language, got {source!r} and {target!r}.")
             return source, target
-        default = DEFAULT_DIRECTION[dataset]
+        found = record(dataset)
+        default = found.direction
         source, target = source or default[0], target or (default[1] if source in (None, default[0]) else default[0])
-        known = LANGUAGES[dataset]
-        one_way = dataset in ("gigaword", "duc2004")  # summaries: article -> title only
-        allowed = [default] if one_way else [(a, b) for a in known for b in known if a != b]
+        known = found.languages
+        allowed = [default] if found.one_way else [(a, b) for a in known for b in known if a != b]
         if (source, target) not in allowed:
             raise ValueError(f"Unknown direction {source}->{target} for {dataset}; choose source_language/"
                              f"target_language among {[f'{a}->{b}' for a, b in allowed]}.")
@@ -288,7 +311,7 @@ class TranslationDataModule(SplitCheckMixin, ResumableBatchesMixin, LightningDat
     def references(self, split: str) -> Optional[List[Tuple[str, ...]]]:
         """Every reference of every example of a split that has several per example (DUC-2004), else None
         (the target is the one reference). Empty lines are an error, as in any evaluation file."""
-        if self.dataset not in TEST_ONLY or split != "test":
+        if not self._test_only_for(self.dataset) or split != "test":
             return None
         _, paths = self._duc2004_source()
         streams = []
@@ -301,14 +324,15 @@ class TranslationDataModule(SplitCheckMixin, ResumableBatchesMixin, LightningDat
     @property
     def rouge_max_bytes(self) -> Optional[int]:
         """The dataset's standard ROUGE truncation in bytes (75 for DUC-2004), read by the task; None: none."""
-        return ROUGE_MAX_BYTES.get(self.dataset)
+        found = record(self.dataset)
+        return None if found is None else found.rouge_max_bytes
 
     def _split_source(self, split: str) -> Tuple[Dict[str, Any], Any]:
         """The cache key part describing a split's inputs, and a loader of its (source, target, names)."""
-        if self.dataset in TEST_ONLY:
+        if self._test_only_for(self.dataset):
             if split != "test":
-                raise ValueError(f"{self.dataset} has only a test split; validate on {TEST_ONLY[self.dataset]} and "
-                                 f"use {self.dataset} with test --ckpt_path.")
+                raise ValueError(f"{self.dataset} has only a test split; validate on "
+                                 f"{self._test_only_for(self.dataset)} and use {self.dataset} with test --ckpt_path.")
             source, references = self._duc2004_source()
             paths = [source, references[0]]
 
@@ -331,16 +355,16 @@ class TranslationDataModule(SplitCheckMixin, ResumableBatchesMixin, LightningDat
             if self.data_dir is None:
                 raise ValueError(f"No {split} files: set data_dir or files for dataset {self.dataset!r}.")
             folder = Path(self.data_dir).expanduser()
-            if not folder.is_dir() and self.dataset in LOCAL_ONLY:
-                raise FileNotFoundError(IWSLT14_MISSING.format(where=f"{str(folder)!r} does not exist"))
+            if not folder.is_dir() and _local_only(self.dataset):
+                raise FileNotFoundError(missing_local(self.dataset, f"{str(folder)!r} does not exist"))
             if not folder.is_dir():
                 raise FileNotFoundError(f"Corpus folder {str(folder)!r} does not exist; set data.init_args.data_dir "
                                         f"to the folder holding the {self.dataset} files, or a hub id.")
-            pattern = LOCAL_FILES[self.dataset][split]
+            pattern = _files(self.dataset)[split]
             paths = [folder / pattern.format(lang) for lang in (self.source_language, self.target_language)]
         for path in paths:
-            if not path.is_file() and self.dataset in LOCAL_ONLY and split not in self.files:
-                raise FileNotFoundError(IWSLT14_MISSING.format(where=f"{str(path)!r} is missing"))
+            if not path.is_file() and _local_only(self.dataset) and split not in self.files:
+                raise FileNotFoundError(missing_local(self.dataset, f"{str(path)!r} is missing"))
             if not path.is_file():
                 raise FileNotFoundError(f"Missing corpus file {str(path)!r} for the {split} split of {self.dataset}; "
                                         "check data_dir / files and source_language / target_language.")
@@ -558,7 +582,6 @@ class TranslationDataModule(SplitCheckMixin, ResumableBatchesMixin, LightningDat
         saved_joint = saved[0].tokenizer.to_str() == saved[1].tokenizer.to_str()
         current_joint = self.source_tokenizer.tokenizer.to_str() == self.target_tokenizer.tokenizer.to_str()
         if saved_joint != current_joint:
-            from .text import VocabularyMismatchError
             raise VocabularyMismatchError(
                 f"The checkpoint was trained with joint_vocabulary={saved_joint}, this data has "
                 f"joint_vocabulary={current_joint} (one tokenizer for both sides or one per side); set "
