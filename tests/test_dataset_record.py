@@ -11,6 +11,8 @@ import pytest
 
 from lit_rnncells.data import translation as tr
 
+ROOT = Path(__file__).resolve().parents[1]
+
 LINES = ["ein mann fährt rad .", "zwei hunde spielen .", "eine frau liest ein buch .", "kinder lachen ."]
 
 
@@ -55,3 +57,82 @@ KEYS_BEFORE = {"multi30k": "2e828bf03e73238a", "gigaword": "2598a90f2507e1b7", "
 def test_cache_keys_are_unchanged(monkeypatch, tmp_path, dataset, files, kw):
     _write(tmp_path, files)
     assert _keys(monkeypatch, tmp_path, dataset=dataset, **kw) == KEYS_BEFORE[dataset]
+
+
+# --- adding a dataset: one record, nothing else ----------------------------------------------------------
+TOY_FILES = {"train": "toy-train.{}", "valid": "toy-dev.{}", "test": "toy-test.{}"}
+TOY_PAIRS = {"train": [(f"xa{i} xb{i % 3} xc", f"ya{i} yb{i % 3} yc") for i in range(12)],
+             "valid": [("xa1 xb2 xc", "ya1 yb2 yc"), ("xb2 xc", "yb2 yc")],
+             "test": [("xa0 xb2", "ya0 yb2"), ("xc xa1", "yc ya1")]}
+
+
+def _toy_release(folder: Path) -> Path:
+    """The toy corpus's "release": one tar of the six files (as a dataset's download would be)."""
+    import io
+    import tarfile
+
+    folder.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(folder / "toy.tar.gz", "w:gz") as tar:
+        for split, pairs in TOY_PAIRS.items():
+            for side, language in enumerate(("xx", "yy")):
+                data = "".join(pair[side] + "\n" for pair in pairs).encode()
+                info = tarfile.TarInfo(f"toy/{TOY_FILES[split].format(language)}")
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+    return folder / "toy.tar.gz"
+
+
+def _untar(archives: List[Path], folder: Path, log) -> None:
+    """The toy record's builder: the archive's files into the dataset folder."""
+    import tarfile
+
+    with tarfile.open(archives[0]) as tar:
+        for member in tar.getmembers():
+            (folder / Path(member.name).name).write_bytes(tar.extractfile(member).read())
+
+
+@pytest.fixture
+def toy_record(monkeypatch, tmp_path):
+    """The one place the toy dataset is added: its record."""
+    from lit_rnncells.data import known
+
+    archive = _toy_release(tmp_path / "release")
+    record = known.Dataset(
+        "toy_pairs", "a toy parallel corpus (xx-yy)", "TranslationDataModule (toy_pairs)",
+        sources=(known.Source("https://example.invalid/toy.tar.gz", "toy.tar.gz", archive.stat().st_size,
+                              hashlib.sha256(archive.read_bytes()).hexdigest(), provenance="made by the test"),),
+        layouts=(known.pair_layout("xx-yy", TOY_FILES, ("xx", "yy"), {"train": 12, "dev": 2, "test": 2}),),
+        steps="extracts toy/*", builder=_untar, languages=("xx", "yy"), files=TOY_FILES)
+    monkeypatch.setitem(known.KNOWN, record.name, record)
+    return archive.parent
+
+
+def test_a_dataset_added_by_its_record_prepares_checks_and_trains(toy_record, tmp_path, capsys, monkeypatch):
+    from lit_rnncells.cli import run
+    from lit_rnncells.data.__main__ import main as data_main
+
+    dest = tmp_path / "data" / "toy_pairs"
+    assert data_main(["list"]) == 0 and "toy_pairs" in capsys.readouterr().out
+    assert data_main(["prepare", "toy_pairs", "--source", str(toy_record), "--dest", str(dest)]) == 0
+    assert "toy_pairs written to" in capsys.readouterr().out
+    assert (dest / "toy-dev.yy").read_text().splitlines() == ["ya1 yb2 yc", "yb2 yc"]
+    assert data_main(["check", "toy_pairs", "--dest", str(dest)]) == 0
+    out = capsys.readouterr().out
+    assert "found: toy_pairs xx-yy: train 12, dev 2, test 2 pairs" in out and "no faults" in out, out
+    (dest / "toy-test.xx").write_text("xa0 xb2\n")  # one line short: check names the fault
+    assert data_main(["check", "toy_pairs", "--dest", str(dest)]) == 1
+    assert "toy-test.xx has 1 lines and" in capsys.readouterr().out
+    (dest / "toy-test.xx").write_text("xa0 xb2\nxc xa1\n")
+
+    monkeypatch.setenv("LIT_RNNCELLS_DATA", str(tmp_path / "data"))  # the default data_dir: $DATA/toy_pairs
+    root = tmp_path / "runs"
+    args = ["fit", "--config", str(ROOT / "configs" / "seq2seq" / "multi30k_de_en_gru.yaml"),
+            "--data.init_args.dataset", "toy_pairs", "--data.init_args.source_language", "yy",
+            "--data.init_args.target_language", "xx", "--data.init_args.subword_vocab_size", "280",
+            "--data.init_args.min_frequency", "1", "--data.init_args.cache_dir", "",
+            "--data.init_args.batch_size", "4", "--model.init_args.hidden_size", "8",
+            "--model.init_args.embedding_size", "8", "--model.init_args.eval_metrics", "[]",
+            "--trainer.max_steps", "2", "--trainer.logger", "false", "--trainer.enable_progress_bar", "false",
+            "--trainer.default_root_dir", str(root)]
+    assert run(args) == 0, capsys.readouterr().err[-2000:]
+    assert list(root.rglob("last.ckpt"))
