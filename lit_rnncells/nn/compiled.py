@@ -11,8 +11,8 @@ One compiled function per cell class (a copy of the step's code object, so each 
 compiler cache and recompilation limit, and layers and directions of one class share the graphs).
 The batch dimension is marked dynamic from the first call and the step never sees the sequence
 length, so batches of any length and size reuse one graph per variant (training or not, with or
-without the auxiliary loss, autocast or not). See docs/architecture.md for why the step and not
-the whole loop is compiled.
+without the auxiliary loss, autocast or not). See docs/measured.md ("Why the step is compiled") for why
+the step and not the whole loop is compiled.
 """
 from __future__ import annotations
 
