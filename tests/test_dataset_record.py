@@ -136,3 +136,37 @@ def test_a_dataset_added_by_its_record_prepares_checks_and_trains(toy_record, tm
             "--trainer.default_root_dir", str(root)]
     assert run(args) == 0, capsys.readouterr().err[-2000:]
     assert list(root.rglob("last.ckpt"))
+
+
+def _lm_keys(monkeypatch: pytest.MonkeyPatch, folder: Path, **kw: Any) -> str:
+    """As :func:`_keys`, for the language-model DataModule."""
+    from lit_rnncells.data import language_model as lm
+
+    seen: List[Dict[str, Any]] = []
+    real = lm.cached
+
+    def spy(cache_dir, key, build):
+        seen.append(json.loads(json.dumps(key, sort_keys=True, default=str)))
+        return real(cache_dir, key, build)
+
+    monkeypatch.setattr(lm, "cached", spy)
+    lm.LanguageModelDataModule(data_dir=str(folder), cache_dir="", batch_size=2, eval_batch_size=2, bptt=3, **kw)
+    text = json.dumps(seen, sort_keys=True).replace(str(folder.resolve()), "<folder>")
+    for key in seen:
+        for part in key.get("files", []):
+            text = text.replace(f'"mtime_ns": {part["mtime_ns"]}', '"mtime_ns": 0')
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+# Computed on commit 49e3d97, before the language-model DataModule read the records.
+LM_KEYS_BEFORE = {"ptb_word": "15ea3b4fc6a532d8", "ptb_char": "dccddbcd22848c95", "text8": "8f486816dd1d198d"}
+
+
+@pytest.mark.parametrize("dataset,files,kw", [
+    ("ptb_word", {f"ptb.{s}.txt": "" for s in ("train", "valid", "test")}, {}),
+    ("ptb_char", {f"ptb.char.{s}.txt": "" for s in ("train", "valid", "test")}, {}),
+    ("text8", {"text8": ""}, {"split_sizes": (200, 30, 30)}),
+])
+def test_language_model_cache_keys_are_unchanged(monkeypatch, tmp_path, dataset, files, kw):
+    _write(tmp_path, files)
+    assert _lm_keys(monkeypatch, tmp_path, dataset=dataset, **kw) == LM_KEYS_BEFORE[dataset]
