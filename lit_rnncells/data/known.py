@@ -67,6 +67,8 @@ class Dataset:
     count per hub split (checked when read); ``pretokenized`` is the default of the DataModule's option;
     ``test_only_for`` names the dataset a test-only set's models train on; ``rouge_max_bytes`` is the
     standard ROUGE truncation. A dataset with ``languages`` but no ``hub_id`` is read from local files only.
+    ``variants`` maps the names ``LanguageModelDataModule(dataset=...)`` takes to the file group each reads
+    (``ptb_word`` → ``word``); those read ``hub_id`` too.
     Add one with :func:`register` (docs/data.md, "Adding a dataset").
     """
     name: str
@@ -87,6 +89,7 @@ class Dataset:
     pretokenized: bool = False
     test_only_for: Optional[str] = None
     rouge_max_bytes: Optional[int] = None
+    variants: Dict[str, str] = field(default_factory=dict)
 
     @property
     def direction(self) -> Tuple[str, str]:
@@ -150,7 +153,8 @@ KNOWN: Dict[str, Dataset] = {d.name: d for d in (
                 {"train": 42_068, "dev": 3_370, "test": 3_761}, {("train", "dev"): 85, ("train", "test"): 64,
                                                                  ("dev", "test"): 24}, _PTB_CHAR_SHA)),
         "extracts data/ptb.{train,valid,test}.txt and data/ptb.char.{train,valid,test}.txt; word files' MD5s "
-        "are torchtext's published ones (train f26c4b92c5fdc7b3f8c7cdcb991d8420)", builder=builders.ptb),
+        "are torchtext's published ones (train f26c4b92c5fdc7b3f8c7cdcb991d8420)", builder=builders.ptb,
+        hub_id="ptb-text-only/ptb_text_only", variants={"ptb_word": "word", "ptb_char": "char"}),
     Dataset(
         "text8", "text8 (first 10^8 characters of cleaned English Wikipedia, Mahoney)",
         "LanguageModelDataModule (text8)",
@@ -158,7 +162,8 @@ KNOWN: Dict[str, Dataset] = {d.name: d for d in (
                 provenance="Mahoney's text8 page; no checksum is published: the member is checked to be 10^8 "
                            "bytes of a-z and space"),),
         (Layout("text8", "bytes", {"all": ("text8",)}, {"all": 100_000_000}),),
-        "extracts text8 (the 90M/5M/5M split is made when reading)", builder=builders.single("text8")),
+        "extracts text8 (the 90M/5M/5M split is made when reading)", builder=builders.single("text8"),
+        hub_id="afmck/text8", variants={"text8": "text8"}),
     Dataset(
         "enwik8", "enwik8 (first 10^8 bytes of an English Wikipedia XML dump, Hutter Prize)",
         "LanguageModelDataModule (enwik8)",
@@ -168,7 +173,7 @@ KNOWN: Dict[str, Dataset] = {d.name: d for d in (
                            f"{ENWIK8_MD5} is Mahoney's published figure"),),
         (Layout("enwik8", "bytes", {"all": ("enwik8",)}, {"all": 100_000_000}, sha256={"enwik8": ENWIK8_SHA256}),),
         "extracts the raw 10^8-byte enwik8 (not the hub's one-stripped-line-per-row text)",
-        builder=builders.single("enwik8", ENWIK8_MD5)),
+        builder=builders.single("enwik8", ENWIK8_MD5), hub_id="LTCB/enwik8", variants={"enwik8": "enwik8"}),
     Dataset(
         "multi30k", "Multi30k task 1 En-De (Elliott et al. 2016), raw text", "TranslationDataModule (multi30k)",
         tuple(Source(f"https://github.com/multi30k/dataset/raw/master/data/task1/raw/{name}.gz", f"{name}.gz",
@@ -252,6 +257,14 @@ def register(record: Dataset) -> Dataset:
 def translation_datasets() -> List[str]:
     """The names ``TranslationDataModule(dataset=...)`` takes: every record with languages, and ``parallel``."""
     return sorted([name for name, record in KNOWN.items() if record.languages] + ["parallel"])
+
+
+def variant(name: str) -> Optional[Tuple[Dataset, Layout]]:
+    """The record and file group a language-model dataset name reads (``ptb_char`` → ptb, ``char``)."""
+    for record in KNOWN.values():
+        if name in record.variants:
+            return record, layout(record.name, record.variants[name])
+    return None
 
 
 def checkable(name: str) -> bool:

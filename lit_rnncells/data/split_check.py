@@ -10,11 +10,9 @@ from typing import Any, Dict, List, Optional
 
 from .check import Bound, bind
 from .imdb import resolve_local
-from .known import KNOWN, Layout, layout
+from .known import KNOWN, Layout, layout, variant
 from .text import is_hub_id
 
-_LM = {"ptb_word": ("ptb", "word"), "ptb_char": ("ptb", "char"), "text8": ("text8", "text8"),
-       "enwik8": ("enwik8", "enwik8")}
 PARALLEL_FILES = {"train": "train.{}", "valid": "valid.{}", "test": "test.{}"}
 """``parallel``'s file names under ``data_dir`` (``{}`` is the language suffix)."""
 _SPLIT = {"train": "train", "valid": "dev", "validation": "dev", "test": "test"}
@@ -34,12 +32,13 @@ def language_model_files(dm: Any) -> Optional[Bound]:
     if dm.dataset == "text":
         own = Layout("text", "lines", {"train": ("train.txt",), "dev": ("valid.txt",), "test": ("test.txt",)}, {})
         return bind(None, own, folder)
-    if dm.dataset not in _LM:
-        return None  # a dataset this table does not know: not checked
-    name, group = _LM[dm.dataset]
+    found = variant(dm.dataset)
+    if found is None:
+        return None  # a dataset no record knows: not checked
+    record, group = found
     if folder.is_file():  # text8 / enwik8 given as the file itself
-        return Bound(name, layout(name, group), {"all": [folder]})
-    return bind(name, layout(name, group), folder)
+        return Bound(record.name, group, {"all": [folder]})
+    return bind(record.name, group, folder)
 
 
 def translation_files(dm: Any) -> Optional[Bound]:
