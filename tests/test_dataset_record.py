@@ -170,3 +170,30 @@ LM_KEYS_BEFORE = {"ptb_word": "15ea3b4fc6a532d8", "ptb_char": "dccddbcd22848c95"
 def test_language_model_cache_keys_are_unchanged(monkeypatch, tmp_path, dataset, files, kw):
     _write(tmp_path, files)
     assert _lm_keys(monkeypatch, tmp_path, dataset=dataset, **kw) == LM_KEYS_BEFORE[dataset]
+
+
+def test_the_readers_tables_from_the_records_are_the_old_tables():
+    """File names and hub ids the readers take from the records are what they held before (cache keys and
+    error messages name them)."""
+    from lit_rnncells.data import imdb, language_model as lm, semeval, sst
+
+    splits = ("train", "valid", "test")
+    assert lm.LOCAL_FILES == {"ptb_char": {s: f"ptb.char.{s}.txt" for s in splits},
+                              "ptb_word": {s: f"ptb.{s}.txt" for s in splits},
+                              "text": {s: f"{s}.txt" for s in splits}, "text8": {"all": "text8"},
+                              "enwik8": {"all": "enwik8"}}
+    assert list(lm.LOCAL_FILES["ptb_word"]) == list(splits)  # the order the files are fingerprinted in
+    assert lm.HUB_IDS == {"ptb_char": "ptb-text-only/ptb_text_only", "ptb_word": "ptb-text-only/ptb_text_only",
+                          "text8": "afmck/text8", "enwik8": "LTCB/enwik8"}
+    assert lm.ENV_FOLDERS == {"ptb_char": "ptb", "ptb_word": "ptb", "text8": "text8", "enwik8": "enwik8"}
+    assert semeval.LOCAL_FILES == {
+        "restaurants": {"train": "Restaurants_Train_v2.xml", "test": "Restaurants_Test_Gold.xml"},
+        "laptops": {"train": "Laptop_Train_v2.xml", "test": "Laptops_Test_Gold.xml"}}
+    assert (semeval.HUB_ID, imdb.HUB_ID, sst.HUB_ID) == ("alexcadillon/SemEval2014Task4", "stanfordnlp/imdb",
+                                                         "stanfordnlp/sst2")
+    assert imdb.ARCHIVE == "aclImdb_v1.tar.gz"
+    assert sst.FILES == {"train": "train.txt", "validation": "dev.txt", "test": "test.txt"}
+    assert tr.LOCAL_FILES["gigaword"] == {"train": "train.{}.txt", "valid": "valid.{}.filter.txt",
+                                          "test": "test.{}.txt"}
+    assert tr.HUB_IDS == {"multi30k": "bentrevett/multi30k", "iwslt17": "IWSLT/iwslt2017",
+                          "gigaword": "Harvard/gigaword"}

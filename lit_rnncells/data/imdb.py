@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Callable, Dict, List, Tuple
 
 from . import hub
+from .known import KNOWN
 
-ARCHIVE = "aclImdb_v1.tar.gz"
-HUB_ID = "stanfordnlp/imdb"
+ARCHIVE = KNOWN["imdb"].layouts[0].files["train"][0]  # aclImdb_v1.tar.gz, as the record has it
+HUB_ID = KNOWN["imdb"].hub_id
 LABELS = ("negative", "positive")
 _MEMBER = re.compile(r"(?:^|/)aclImdb/(train|test)/(pos|neg)/\d+_\d+\.txt$")
 

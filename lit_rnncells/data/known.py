@@ -227,7 +227,8 @@ KNOWN: Dict[str, Dataset] = {d.name: d for d in (
         "copies the official XML files from --source (the release needs a META-SHARE login)",
         manual="download the Restaurants (and Laptops) train v2 and test gold XML files of SemEval-2014 Task 4 "
                "from the task's page (alt.qcri.org/semeval2014/task4, META-SHARE login), then run "
-               "`python -m lit_rnncells.data prepare semeval14 --source FOLDER_WITH_THE_XML`"),
+               "`python -m lit_rnncells.data prepare semeval14 --source FOLDER_WITH_THE_XML`",
+        hub_id="alexcadillon/SemEval2014Task4"),
     Dataset(
         "imdb", "Large Movie Review Dataset v1.0 (Maas et al. 2011)", "DocumentSentimentDataModule (imdb)",
         (Source("http://ai.stanford.edu/~amaas/data/sentiment/aclImdb_v1.tar.gz", "aclImdb_v1.tar.gz", 84_125_825,
@@ -236,7 +237,8 @@ KNOWN: Dict[str, Dataset] = {d.name: d for d in (
                 provenance="sha256 and size: TensorFlow Datasets' url_checksums/imdb_reviews.txt; MD5: torchtext"),),
         (Layout("reviews", "imdb", {"train": ("aclImdb_v1.tar.gz",), "test": ("aclImdb_v1.tar.gz",)},
                 {"train": 25_000, "test": 25_000}, {("train", "test"): 123}),),
-        "keeps aclImdb_v1.tar.gz as it is (the DataModule reads it in place)", builder=builders.keep),
+        "keeps aclImdb_v1.tar.gz as it is (the DataModule reads it in place)", builder=builders.keep,
+        hub_id="stanfordnlp/imdb"),
     Dataset(
         "sst", "Stanford Sentiment Treebank (Socher et al. 2013), PTB-style trees", "DocumentSentimentDataModule (sst)",
         (Source("https://nlp.stanford.edu/sentiment/trainDevTestTrees_PTB.zip", "trainDevTestTrees_PTB.zip", 789_539,
@@ -244,7 +246,7 @@ KNOWN: Dict[str, Dataset] = {d.name: d for d in (
                 provenance="size and sha256 as pinned by a public third-party project (not checked here)"),),
         (Layout("trees", "sst", {"train": ("train.txt",), "dev": ("dev.txt",), "test": ("test.txt",)},
                 {"train": 8_544, "dev": 1_101, "test": 2_210}, _NOT_MEASURED),),
-        "extracts trees/{train,dev,test}.txt", builder=builders.sst),
+        "extracts trees/{train,dev,test}.txt", builder=builders.sst, hub_id="stanfordnlp/sst2"),
 )}
 
 

@@ -19,11 +19,12 @@ from pathlib import Path
 from typing import Any, Dict, List, Mapping, Sequence, Tuple
 
 from . import hub
+from .known import KNOWN
 
 POLARITIES = ("negative", "neutral", "positive", "conflict")
-LOCAL_FILES = {"restaurants": {"train": "Restaurants_Train_v2.xml", "test": "Restaurants_Test_Gold.xml"},
-               "laptops": {"train": "Laptop_Train_v2.xml", "test": "Laptops_Test_Gold.xml"}}
-HUB_ID = "alexcadillon/SemEval2014Task4"  # configs "restaurants" / "laptops"; splits train, test
+LOCAL_FILES = {group.name: {split: files[0] for split, files in group.files.items()}
+               for group in KNOWN["semeval14"].layouts}  # the record's file groups: restaurants, laptops
+HUB_ID = KNOWN["semeval14"].hub_id  # configs "restaurants" / "laptops"; splits train, test
 
 
 @dataclass(frozen=True)

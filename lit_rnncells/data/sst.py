@@ -14,9 +14,11 @@ from pathlib import Path
 from typing import Dict, List, Tuple
 
 from . import hub
+from .known import KNOWN
 
-FILES = {"train": "train.txt", "validation": "dev.txt", "test": "test.txt"}
-HUB_ID = "stanfordnlp/sst2"
+FILES = {("validation" if split == "dev" else split): files[0]  # the record's trees, by hub split name
+         for split, files in KNOWN["sst"].layouts[0].files.items()}
+HUB_ID = KNOWN["sst"].hub_id
 FINE_LABELS = ("very negative", "negative", "neutral", "positive", "very positive")
 BINARY_LABELS = ("negative", "positive")
 PTB_ESCAPES = {"-LRB-": "(", "-RRB-": ")", "-LSB-": "[", "-RSB-": "]", "-LCB-": "{", "-RCB-": "}"}
