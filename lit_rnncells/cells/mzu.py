@@ -17,7 +17,7 @@ import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
 
-from .base import RecurrentCell, State, check_positive, check_probability
+from .base import RecurrentCell, check_positive, check_probability
 from .classic import gru_update
 from .mzu_functions import ZoneFunctions
 from .registry import register_cell
