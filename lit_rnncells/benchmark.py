@@ -17,6 +17,8 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from .cells.base import CellFactory, RecurrentCell
+from .nn.compiled import MODE_VARIABLE, compile_mode
+from .nn import Recurrent
 
 
 def step_macs(cell: RecurrentCell) -> int:
@@ -109,8 +111,6 @@ def compile_mode_header() -> str:
     """The compile mode a benchmark's compiled runs use, for its header: ``compile mode reduce-overhead
     ($LIT_RNNCELLS_COMPILE_MODE)`` or ``compile mode default``. When the variable holds no mode, prints one
     ``error:`` line naming the choices and exits with status 2, before the script runs anything."""
-    from .nn.compiled import MODE_VARIABLE, compile_mode
-
     try:
         mode = compile_mode()
     except ValueError as e:
@@ -124,8 +124,6 @@ def compiled_twin(cell: Union[str, CellFactory], input_size: int, hidden_size: i
     """A batch-first ``Recurrent`` around ``cell`` (a name or factory) on ``x``'s device, its ``compile=True``
     twin with the same weights, and the seconds the twin's first two training steps on ``x`` took (the
     forward and backward graphs, then the dynamic-batch one if any: mostly compiling)."""
-    from .nn import Recurrent  # the layer imports the cells; this module is imported by scripts only
-
     eager = Recurrent(cell, input_size, hidden_size, batch_first=True).to(x.device)
     compiled = Recurrent(cell, input_size, hidden_size, batch_first=True, compile=True).to(x.device)
     compiled.load_state_dict(eager.state_dict())

@@ -21,6 +21,8 @@ from typing import Optional
 
 import torch
 
+from .benchmark import keep_freed_memory as keep
+
 SWITCH = "LIT_RNNCELLS_CPU_DEFAULTS"
 SMALL_MODEL_PARAMETERS = 1_000_000
 """Below this many parameters a model trains on one CPU thread by default."""
@@ -43,6 +45,4 @@ def keep_freed_memory() -> bool:
     """glibc keeps freed memory for reuse, unless the defaults are off; returns whether it took effect."""
     if not enabled():
         return False
-    from .benchmark import keep_freed_memory as keep
-
     return keep()

@@ -14,6 +14,7 @@ import inspect
 import re
 from pathlib import Path
 from typing import Iterator, List, Optional, Sequence
+from .cells.registry import available_cells, cell_options, get_cell
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 USER_ERRORS = (ValueError, TypeError, FileNotFoundError, NotADirectoryError, IsADirectoryError, KeyError,
@@ -70,8 +71,6 @@ def _cell_option_message(text: str) -> Optional[str]:
     """A cell spec jsonargparse refused as a whole (``NestedArg(key='cell', val={class_path, init_args})`` or
     ``--model.init_args.cell.<option>``): name the option no cell has, with a close match."""
     import ast
-
-    from .cells.registry import available_cells, cell_options, get_cell
 
     match = _NESTED_CELL.search(text)
     if match is None:

@@ -11,7 +11,7 @@ from typing import Any, List, Optional, TextIO
 import torch
 from lightning.pytorch import LightningModule, Trainer
 
-from .experiments.param_match import count_parameters
+from .nn.parameters import count_parameters
 from .paths import check_not_an_input, check_output_folder
 
 GPU_SIZED_PARAMETERS = 20_000_000

@@ -18,8 +18,9 @@ import torch
 
 from lit_rnncells.analysis import lm_length_buckets, mufuru_ops, relevance_map
 from lit_rnncells.analysis.__main__ import main as analysis_main
-from lit_rnncells.cells.mufuru import MuFuRU, composition_weights
-from lit_rnncells.cells.mzu import SatMZU, candidate_activations
+from lit_rnncells.cells.mufuru import MuFuRU
+from lit_rnncells.cells.mzu import SatMZU
+from lit_rnncells.nn.recording import candidate_activations, composition_weights
 from lit_rnncells.cli import run as cli_run
 from lit_rnncells.nn.recurrent import Recurrent
 

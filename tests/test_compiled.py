@@ -224,7 +224,7 @@ def test_compile_mode_comes_from_the_environment_and_keys_the_graphs(monkeypatch
 def test_plot_hooks_record_through_a_compiled_layer() -> None:
     """Recording appends inside the step, so the hooks run a compiled layer eagerly: same values, no graph."""
     from lit_rnncells.cells import MuFuRU
-    from lit_rnncells.cells.mufuru import composition_weights
+    from lit_rnncells.nn.recording import composition_weights
 
     eager, compiled = _pair(CASES["MuFuRU"], bidirectional=True)
     x, lengths = torch.randn(2, 4, INPUT), torch.tensor([4, 2])

@@ -2,6 +2,8 @@
 official release, and the fit-time split check (a train split holding the whole dev split is an error)."""
 from __future__ import annotations
 
+import dataclasses
+
 import gzip
 import hashlib
 import http.server
@@ -320,7 +322,7 @@ def test_prepare_sst_from_a_mirror_then_check(server, capsys, tmp_path, monkeypa
     layout = Layout("trees", "sst", real.layouts[0].files, {"train": 3, "dev": 2, "test": 2})
     source = Source(real.sources[0].url, real.sources[0].filename, len(data), hashlib.sha256(data).hexdigest(),
                     provenance="the test")
-    monkeypatch.setitem(known.KNOWN, "sst", Dataset("sst", real.title, real.datamodule, (source,), (layout,), ""))
+    monkeypatch.setitem(known.KNOWN, "sst", dataclasses.replace(real, sources=(source,), layouts=(layout,)))
     dest = tmp_path / "sst"
     code, out = run(capsys, "prepare", "sst", "--dest", str(dest), "--mirror", server)
     assert code == 0, out
@@ -513,8 +515,7 @@ def test_prepare_gigaword_lays_out_the_harvardnlp_archive(tmp_path, capsys, monk
             tar.addfile(info, io.BytesIO(data))
     real = known.KNOWN["gigaword"]
     source = Source(real.sources[0].url, "summary.tar.gz", provenance="the test")
-    monkeypatch.setitem(known.KNOWN, "gigaword", Dataset("gigaword", real.title, real.datamodule, (source,),
-                                                         real.layouts, real.steps))
+    monkeypatch.setitem(known.KNOWN, "gigaword", dataclasses.replace(real, sources=(source,)))
     code, out = run(capsys, "prepare", "gigaword", "--source", str(tmp_path), "--dest", str(tmp_path / "out"))
     written = {p.name: p.read_text() for p in (tmp_path / "out").iterdir()}
     assert written == {"train.article.txt": "a b c\nd e f\n", "train.title.txt": "a b\nd e\n",

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Dict, List
 
 from .common import figure, save_figure
+from ..experiments.compare import cell_label
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -33,8 +34,6 @@ def run_cell(folder: Path) -> str:
         if path.is_file():
             cell = json.loads(path.read_text())["cell"]
             if isinstance(cell, dict):
-                from ..experiments.compare import cell_label
-
                 return cell_label(cell)
             return str(cell)
     return folder.name

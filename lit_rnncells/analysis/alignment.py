@@ -17,6 +17,7 @@ import torch
 
 from ..data.subword import EOS_ID, SPECIALS, SubwordTokenizer
 from .common import checkpoint_label, datamodule_state, figure, load_task, save_figure
+from ..tasks.seq2seq import Seq2Seq
 
 
 def subword_labels(tokenizer: SubwordTokenizer, ids: Sequence[int]) -> List[str]:
@@ -63,8 +64,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> Dict[str, Any]:
     """Decode ``args.source`` and draw its attention; returns the hypothesis, the labels and the weights
     ``(target subwords + <eos>, source subwords + <eos>)``."""
-    from ..tasks.seq2seq import Seq2Seq
-
     if args.beam_size < 1:
         raise ValueError(f"--beam_size must be 1 (greedy) or more, got {args.beam_size}.")
     model, checkpoint = load_task(args.ckpt_path, Seq2Seq)

@@ -23,6 +23,8 @@ import torch
 
 from .. import metrics
 from .common import checkpoint_label, figure, load_task, save_figure
+from ..data.translation import TranslationDataModule
+from ..tasks.seq2seq import Seq2Seq
 
 SPLITS = ("valid", "test")
 
@@ -52,8 +54,6 @@ def assign_buckets(lengths: Sequence[int], edges: Sequence[int]) -> List[int]:
 
 
 def _datamodule(path: str, checkpoint: Dict[str, Any], data_dir: str | None, limit: int | None) -> Any:
-    from ..data.translation import TranslationDataModule
-
     saved = checkpoint.get("datamodule_hyper_parameters")
     if not saved or checkpoint.get("TranslationDataModule") is None:
         raise ValueError(f"{path!r} holds no TranslationDataModule settings; pass a Seq2Seq checkpoint that fit wrote "
@@ -96,8 +96,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> Dict[str, Any]:
     """Decode, bucket and score; returns the bucket ``labels``, per-sentence ``lengths`` and ``buckets``, the
     ``counts`` per bucket, and per checkpoint label its ``bleu`` per bucket (NaN when empty) and ``overall``."""
-    from ..tasks.seq2seq import Seq2Seq
-
     edges = parse_edges(args.buckets)
     if args.beam_size < 1 or args.batch_size < 1 or (args.limit is not None and args.limit < 1):
         raise ValueError("--beam_size, --batch_size and --limit must be positive integers.")

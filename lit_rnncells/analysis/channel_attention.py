@@ -27,6 +27,8 @@ from ..cells.mcrnn import MultiChannel, channel_attention
 from ..data.checkpoint_state import read_checkpoint
 from .alignment import source_ids, subword_labels, translation_tokenizers
 from .common import checkpoint_label, figure, load_task, save_figure, task_class
+from ..tasks.language_model import LanguageModel
+from ..tasks.seq2seq import Seq2Seq
 
 
 def _not_mc(what: str, cell: Any) -> ValueError:
@@ -94,9 +96,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         add_arguments)
 def run(args: argparse.Namespace) -> Dict[str, Any]:
     """Draw α for ``args.text``; returns the token labels and ``alpha`` ``(tokens, channels)``."""
-    from ..tasks.language_model import LanguageModel
-    from ..tasks.seq2seq import Seq2Seq
-
     cls = task_class(read_checkpoint(args.ckpt_path), args.ckpt_path)
     if not issubclass(cls, (LanguageModel, Seq2Seq)):
         raise ValueError(f"{args.ckpt_path!r} holds a {cls.__name__}; this figure needs a LanguageModel or Seq2Seq "

@@ -24,6 +24,9 @@ from torch import Tensor
 from torch.nn import functional as F
 
 from .common import checkpoint_label, datamodule_state, figure, load_task, save_figure
+from ..data.language_model import LanguageModelDataModule, check_vocabulary
+from ..data.text import Vocabulary
+from ..tasks.language_model import LanguageModel
 
 DEFAULT_EDGES = (30, 60, 90, 120, 150, 180, 210, 240)
 """Bucket edges in characters: ≤ 30, (30, 60], …, (210, 240], then > 240."""
@@ -112,9 +115,6 @@ def bucket(lengths: Sequence[int], tokens: Sequence[int], nats: Tensor, edges: S
 def lm_datamodule(checkpoint: Dict[str, Any], data_dir: Optional[str]) -> Any:
     """The checkpoint's ``LanguageModelDataModule``, rebuilt from its hyperparameters (``data_dir`` overrides
     where the corpus is), its vocabulary checked against the one saved in the checkpoint."""
-    from ..data.language_model import LanguageModelDataModule, check_vocabulary
-    from ..data.text import Vocabulary
-
     saved = dict(checkpoint.get("datamodule_hyper_parameters") or {})
     if not str(saved.get("_class_path", "LanguageModelDataModule")).endswith("LanguageModelDataModule"):
         raise ValueError(f"The checkpoint was trained with {saved['_class_path']}, not LanguageModelDataModule; "
@@ -138,8 +138,6 @@ def lm_datamodule(checkpoint: Dict[str, Any], data_dir: Optional[str]) -> Any:
 def bpc_by_length(path: str, split: str = "test", edges: Sequence[int] = DEFAULT_EDGES,
                   data_dir: Optional[str] = None, batch_size: int = 128) -> LengthBPC:
     """Evaluate one LanguageModel checkpoint sentence by sentence on ``split`` and bucket the result."""
-    from ..tasks.language_model import LanguageModel
-
     model, checkpoint = load_task(path, LanguageModel)
     data = lm_datamodule(checkpoint, data_dir)
     line_end = data.vocab.stoi["\n"]

@@ -3,7 +3,7 @@
 ``python -m lit_rnncells.analysis mufuru-ops --ckpt_path logic.ckpt [--split test] --output ops.png``
 regenerates the split's formulas from the checkpoint's ``LogicDataModule`` hyperparameters (same seed, same
 formulas), runs the ``LogicEvaluator`` over them and reads the op weights p (eq. 3, a softmax over ops per
-hidden dimension) of every step through :func:`~lit_rnncells.cells.mufuru.composition_weights`. A symbol's
+hidden dimension) of every step through :func:`~lit_rnncells.nn.recording.composition_weights`. A symbol's
 row is the mean of p over the hidden dimensions and over every step that reads that symbol, so each row
 sums to 1 over the ops.
 """
@@ -18,6 +18,10 @@ import torch
 from torch import Tensor
 
 from .common import checkpoint_label, figure, load_task, save_figure
+from ..data.logic import LogicDataModule, PAD, TOKEN_ID, VOCAB, collate
+from ..cells.mufuru import MuFuRU
+from ..nn.recording import composition_weights
+from ..tasks.logic import LogicEvaluator
 
 SPLITS = ("train", "val", "test")
 
@@ -35,8 +39,6 @@ class OpWeights:
 
 def logic_datamodule(checkpoint: Dict[str, Any]) -> Any:
     """The ``LogicDataModule`` the checkpoint was trained with, rebuilt from its saved hyperparameters."""
-    from ..data.logic import LogicDataModule
-
     saved = checkpoint.get("datamodule_hyper_parameters") or {}
     class_path = str(saved.get("_class_path", "LogicDataModule"))
     if not class_path.endswith("LogicDataModule"):
@@ -48,9 +50,6 @@ def logic_datamodule(checkpoint: Dict[str, Any]) -> Any:
 
 def symbol_op_weights(model: Any, formulas: List[Any], *, layer: int = 0, batch_size: int = 256) -> OpWeights:
     """Mean op weights per input symbol over ``formulas`` (token-id tensors) of a MuFuRU ``LogicEvaluator``."""
-    from ..cells.mufuru import MuFuRU, composition_weights
-    from ..data.logic import PAD, VOCAB, collate
-
     cell = model.rnn.cell(layer, 0)
     if not isinstance(cell, MuFuRU):
         raise ValueError(f"The checkpoint's layer {layer} cell is a {type(cell).__name__}; mufuru-ops needs a "
@@ -85,9 +84,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 @figure("mufuru-ops", "MuFuRU Fig. 1b: average weight of each composition op per input symbol (logic task).",
         add_arguments)
 def run(args: argparse.Namespace) -> OpWeights:
-    from ..data.logic import TOKEN_ID
-    from ..tasks.logic import LogicEvaluator
-
     model, checkpoint = load_task(args.ckpt_path, LogicEvaluator)
     if not 0 <= args.layer < model.rnn.num_layers:
         raise ValueError(f"--layer must lie in [0, {model.rnn.num_layers - 1}], got {args.layer}.")

@@ -21,6 +21,9 @@ from torch import Tensor
 from torch.nn import functional as F
 
 from .common import checkpoint_label, figure, load_task, save_figure
+from ..cells.mzu import MZU
+from ..cells.registry import available_cells, get_cell
+from ..tasks.language_model import LanguageModel
 
 
 @dataclass
@@ -35,9 +38,6 @@ class Relevance:
 
 def candidate_cells() -> List[str]:
     """The registered cells that record a candidate activation (the MZU family)."""
-    from ..cells.mzu import MZU
-    from ..cells.registry import available_cells, get_cell
-
     return [name for name in available_cells() if isinstance(get_cell(name), type) and issubclass(get_cell(name), MZU)]
 
 
@@ -73,8 +73,6 @@ def text_ids(model: Any, text: str) -> tuple[List[str], Tensor]:
 
 def relevance_map(model: Any, text: str, *, layer: int = 0, depth: int = 0) -> Relevance:
     """Read ``text`` with a LanguageModel whose ``layer`` holds an MZU and relate its characters."""
-    from ..cells.mzu import MZU
-
     if not 0 <= layer < len(model.rnns):
         raise ValueError(f"--layer must lie in [0, {len(model.rnns) - 1}], got {layer}.")
     cell = model.rnns[layer].module.cell(0, 0)
@@ -108,8 +106,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 @figure("relevance-map", "MZU Fig. 3: relevance (cosine of candidate activation and earlier hidden states) "
         "between the characters of a sentence, overall and per zone.", add_arguments)
 def run(args: argparse.Namespace) -> Relevance:
-    from ..tasks.language_model import LanguageModel
-
     if args.last is not None and args.last < 1:
         raise ValueError(f"--last must be 1 or more, got {args.last}.")
     model, _ = load_task(args.ckpt_path, LanguageModel)

@@ -88,7 +88,7 @@ class MuFuRU(RecurrentCell):
     are those of the plain step loop.
 
     The op weights p (eq. 3) of every step can be read for plots (the paper's Figure 1b)
-    with :func:`composition_weights`, which records them only inside its own call.
+    with :func:`~lit_rnncells.nn.recording.composition_weights`, which records them only inside its own call.
     """
 
     recurrent_weights = ("weight_hs", "weight_hv")  # hidden-to-hidden maps, for DropConnect
@@ -190,7 +190,7 @@ class MuFuRU(RecurrentCell):
     @contextmanager
     def recording_op_weights(self) -> Iterator[List[Tensor]]:
         """Within the block, every step appends its detached op weights p ``(B, l, H)`` (ops in the
-        order of ``self.ops``, eq. 3) to the yielded list. Prefer :func:`composition_weights`."""
+        order of ``self.ops``, eq. 3) to the yielded list. Prefer :func:`~lit_rnncells.nn.recording.composition_weights`."""
         log: List[Tensor] = []
         previous, self._op_weight_log = self._op_weight_log, log
         try:
@@ -200,20 +200,6 @@ class MuFuRU(RecurrentCell):
 
     def extra_repr(self) -> str:
         return f"{self.input_size}, {self.hidden_size}, ops={list(self.ops)}"
-
-
-def composition_weights(module: nn.Module, x: Tensor, state: Optional[State] = None,
-                        lengths: Optional[Tensor] = None, *, layer: int = 0, direction: int = 0) -> Tensor:
-    """The op weights p (Weissenborn & Rocktäschel, arXiv:1606.03002, eq. 3) of every step: ``(B, T, l, H)``, ops in ``cell.ops`` order.
-
-    ``module`` is a :class:`MuFuRU` cell (``x`` is then ``(B, T, input_size)``) or a ``Recurrent``
-    layer around one (``x`` as its ``forward`` takes it; ``layer`` and ``direction`` pick the cell).
-    Runs without gradients; padded steps give zeros. For plots like the paper's Figure 1b.
-    """
-    from .recording import cell_in, record_steps  # a cell module does not import the layer at import time
-
-    cell = cell_in(module, MuFuRU, "composition_weights", layer, direction)
-    return record_steps(module, cell, cell.recording_op_weights, x, state, lengths, direction)
 
 
 class _StateMapGradient(torch.autograd.Function):

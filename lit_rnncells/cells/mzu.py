@@ -17,7 +17,7 @@ import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
 
-from .base import RecurrentCell, State, check_positive, check_probability
+from .base import RecurrentCell, check_positive, check_probability
 from .classic import gru_update
 from .mzu_functions import ZoneFunctions
 from .registry import register_cell
@@ -103,7 +103,7 @@ class MZU(RecurrentCell):
     - ``candidate_dropout``: dropout on ``h~`` before the gated update (training only,
       a fresh mask per step and depth).
 
-    For plots (the paper's Figure 3), :func:`candidate_activations` records ``h~`` of every
+    For plots (the paper's Figure 3), :func:`~lit_rnncells.nn.recording.candidate_activations` records ``h~`` of every
     step and depth with the new state, and :meth:`zone_slices` gives the zones' parts of the
     hidden vector.
     """
@@ -189,7 +189,7 @@ class MZU(RecurrentCell):
     def recording_candidates(self) -> Iterator[List[Tuple[Tensor, Tensor]]]:
         """Within the block, every step appends ``(h~ (B, L + 1, d_h), h (B, d_h))`` (detached) to the
         yielded list: the candidate activation of each depth (before ``candidate_dropout``) and the
-        step's new state. Prefer :func:`candidate_activations`, which uses this."""
+        step's new state. Prefer :func:`~lit_rnncells.nn.recording.candidate_activations`, which uses this."""
         log: List[Tuple[Tensor, Tensor]] = []
         previous, self._candidate_log = self._candidate_log, log
         try:
@@ -206,23 +206,6 @@ class MZU(RecurrentCell):
         if self.candidate_dropout:
             opts.append(f"candidate_dropout={self.candidate_dropout}")
         return f"{self.input_size}, {self.hidden_size}, " + ", ".join(opts)
-
-
-def candidate_activations(module: nn.Module, x: Tensor, state: Optional[State] = None,
-                          lengths: Optional[Tensor] = None, *, layer: int = 0, direction: int = 0
-                          ) -> Tuple[Tensor, Tensor]:
-    """The candidate activations h~ (Meng et al., AAAI 2020, eq. 2) and hidden states of every step:
-    ``(B, T, L + 1, d_h)`` (depth 0 is the MZU cell, 1 … L its transition depths) and ``(B, T, d_h)``.
-
-    ``module`` is an :class:`MZU` cell (``x`` is then ``(B, T, input_size)``) or a ``Recurrent``
-    layer around one (``x`` as its ``forward`` takes it; ``layer`` and ``direction`` pick the cell).
-    Runs without gradients; padded steps give zeros. For plots like the paper's Figure 3.
-    """
-    from .recording import cell_in, record_steps  # a cell module does not import the layer at import time
-
-    cell = cell_in(module, MZU, "candidate_activations", layer, direction)
-    candidates, states = record_steps(module, cell, cell.recording_candidates, x, state, lengths, direction)
-    return candidates, states
 
 
 def _divisor_near(n: int, k: int) -> int:

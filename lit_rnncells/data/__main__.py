@@ -11,7 +11,9 @@ import sys
 from pathlib import Path
 from typing import List, Optional
 
-from .known import KNOWN, dataset
+from .check import check_folder
+from .known import KNOWN, checkable, dataset
+from .prepare import PrepareError, prepare
 from .text import DATA_ENV
 
 
@@ -30,15 +32,13 @@ class _Usage(Exception):
 
 def _list() -> int:
     width = max(len(n) for n in KNOWN)
-    for name, known in sorted(KNOWN.items()):
+    for name, known in sorted((n, k) for n, k in KNOWN.items() if checkable(n)):
         how = "manual download, then --source" if known.manual else ", ".join(s.filename for s in known.sources)
         print(f"{name:<{width}}  {known.title}  [{how}]")
     return 0
 
 
 def _check(name: str, dest: Optional[str]) -> int:
-    from .check import check_folder
-
     folder = _dest(name, dest)
     report = check_folder(name, folder)
     for line in report.ok:
@@ -55,9 +55,6 @@ def _check(name: str, dest: Optional[str]) -> int:
 
 
 def _prepare(name: str, dest: Optional[str], mirror: Optional[str], source: Optional[str], force: bool) -> int:
-    from .check import check_folder
-    from .prepare import PrepareError, prepare
-
     folder = _dest(name, dest)
     try:
         prepare(name, folder, mirror=mirror, source=Path(source).expanduser() if source else None, force=force,
@@ -80,7 +77,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("list", help="the known datasets")
     prep = sub.add_parser("prepare", help="download, verify and write a dataset into $LIT_RNNCELLS_DATA/<name>")
-    prep.add_argument("name", help=f"one of {', '.join(sorted(KNOWN))}")
+    prep.add_argument("name", help=f"one of {', '.join(sorted(n for n in KNOWN if checkable(n)))}")
     prep.add_argument("--dest", help=f"the dataset's folder (default: ${DATA_ENV}/<name>)")
     prep.add_argument("--mirror", default=os.environ.get("LIT_RNNCELLS_MIRROR"),
                       help="base URL (http://, https:// or file://) holding the release files under their own "
@@ -88,7 +85,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     prep.add_argument("--source", help="a folder that already holds the release files (no download)")
     prep.add_argument("--force", action="store_true", help="write over files already in the destination")
     chk = sub.add_parser("check", help="verify a local dataset folder: files, counts, UTF-8, split overlap")
-    chk.add_argument("name", help=f"one of {', '.join(sorted(KNOWN))}")
+    chk.add_argument("name", help=f"one of {', '.join(sorted(n for n in KNOWN if checkable(n)))}")
     chk.add_argument("--dest", help=f"the dataset's folder (default: ${DATA_ENV}/<name>)")
     try:
         args = parser.parse_args(argv)

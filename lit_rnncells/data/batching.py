@@ -17,7 +17,7 @@ from lightning.pytorch.utilities import rank_zero_warn
 from torch import Tensor
 from torch.utils.data import DataLoader, IterableDataset
 
-from ..cells.base import check_positive
+from ..arguments import check_positive
 
 Batch = Dict[str, Any]
 

@@ -24,7 +24,11 @@ from itertools import zip_longest
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
-from .known import Layout
+from lightning.pytorch.utilities import rank_zero_warn
+
+from . import imdb, semeval
+from .known import Layout, dataset
+from .text import cached, default_cache_dir, file_fingerprint
 
 PAIRS = (("train", "dev"), ("train", "test"), ("dev", "test"))
 UNIT = {"lines": "lines", "pairs": "pairs", "semeval": "aspect terms", "sst": "trees", "imdb": "reviews",
@@ -98,8 +102,6 @@ def read_examples(kind: str, paths: Mapping[str, Sequence[Path]]) -> Tuple[Dict[
     counts: Dict[str, int] = {}
     keys: Dict[str, List[bytes]] = {}
     if kind == "imdb":
-        from . import imdb
-
         archive = Path(next(iter(paths.values()))[0])
         try:
             reviews = imdb.read_local(archive)
@@ -121,8 +123,6 @@ def read_examples(kind: str, paths: Mapping[str, Sequence[Path]]) -> Tuple[Dict[
                     keys[split].append(_key(f"{source.strip()}\t{target.strip()}"))
             counts[split] = n
         elif kind == "semeval":
-            from . import semeval
-
             for _ in _iter_lines(files[0]):  # encoding first: the XML parser's error would not name it
                 pass
             sentences = semeval.read_xml(files[0])
@@ -245,8 +245,6 @@ def check_bound(bound: Bound) -> Report:
 
 def check_folder(name: str, folder: Path) -> Report:
     """``check NAME``: every file group of a known dataset in ``folder``."""
-    from .known import dataset
-
     known = dataset(name)
     report = Report([], [], [])
     if not folder.is_dir():
@@ -265,22 +263,21 @@ def check_folder(name: str, folder: Path) -> Report:
 class SplitCheckMixin:
     """Mixed into every file-backed DataModule: ``setup`` calls :meth:`check_splits`.
 
-    It finds the files the DataModule reads (:func:`lit_rnncells.data.split_check.bound_layout`),
-    measures counts and overlaps (cached by the files' path, size and mtime), warns about each fault,
-    and raises one ``ValueError`` if the train split contains the whole dev split. Hub data is not
-    checked (no local files)."""
+    It asks the DataModule which files it reads (:meth:`split_files`, which each DataModule overrides with
+    the helpers of :mod:`lit_rnncells.data.split_check`), measures counts and overlaps (cached by the files'
+    path, size and mtime), warns about each fault, and raises one ``ValueError`` if the train split contains
+    the whole dev split. Hub data is not checked (no local files)."""
 
     _splits_checked = False
+
+    def split_files(self) -> Optional[Bound]:
+        """The files this DataModule reads, bound to its dataset's layout; ``None``: nothing to check."""
+        return None
 
     def check_splits(self, stage: Optional[str]) -> None:
         if stage != "fit" or self._splits_checked:
             return
-        from lightning.pytorch.utilities import rank_zero_warn
-
-        from .split_check import bound_layout
-        from .text import cached, default_cache_dir, file_fingerprint
-
-        bound = bound_layout(self)
+        bound = self.split_files()
         self._splits_checked = True
         if bound is None:
             return

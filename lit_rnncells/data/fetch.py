@@ -19,14 +19,11 @@ import urllib.request
 from pathlib import Path
 from typing import Callable, Optional
 
+from .builders import PrepareError  # kept importable from here
 from .known import Source
 
 CHUNK = 1 << 20
 USER_AGENT = "lit_rnncells-prepare (python urllib)"
-
-
-class PrepareError(Exception):
-    """A failure of ``prepare``: one sentence naming the problem and the fix."""
 
 
 def source_url(source: Source, mirror: Optional[str]) -> str:

@@ -15,8 +15,11 @@ import tarfile
 from pathlib import Path
 from typing import Callable, Dict, List, Tuple
 
-ARCHIVE = "aclImdb_v1.tar.gz"
-HUB_ID = "stanfordnlp/imdb"
+from . import hub
+from .known import KNOWN
+
+ARCHIVE = KNOWN["imdb"].layouts[0].files["train"][0]  # aclImdb_v1.tar.gz, as the record has it
+HUB_ID = KNOWN["imdb"].hub_id
 LABELS = ("negative", "positive")
 _MEMBER = re.compile(r"(?:^|/)aclImdb/(train|test)/(pos|neg)/\d+_\d+\.txt$")
 
@@ -90,8 +93,6 @@ def read_local(path: Path) -> Dict[str, List[Review]]:
 def read_hub(hub_id: str) -> Dict[str, List[Review]]:
     """Train/test reviews from the Parquet export (:mod:`lit_rnncells.data.hub`) of a hub dataset in the
     ``stanfordnlp/imdb`` schema (``text``, ``label``), 25,000 each checked."""
-    from . import hub
-
     ds = hub.load_splits(hub_id, ("train", "test"),
                          hub.local_alternative("imdb", f"{ARCHIVE} or the extracted aclImdb folder"))
     return _canonical({split: [(int(label), text) for label, text in zip(ds[split]["label"], ds[split]["text"])]

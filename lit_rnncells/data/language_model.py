@@ -30,16 +30,22 @@ from torch.utils.data import DataLoader, IterableDataset
 from . import hub
 from .batching import batch_loader
 from .check import SplitCheckMixin
+from .known import variant
+from .split_check import language_model_files
 from .text import (Vocabulary, VocabularyMismatchError, build_corpus, cached, default_cache_dir, file_fingerprint,
                    is_hub_id, local_or_hub)
 
 DatasetName = Literal["ptb_char", "ptb_word", "text8", "enwik8", "text"]
 SPLITS = ("train", "valid", "test")
-HUB_IDS = {"ptb_char": "ptb-text-only/ptb_text_only", "ptb_word": "ptb-text-only/ptb_text_only",
-           "text8": "afmck/text8", "enwik8": "LTCB/enwik8"}
-LOCAL_FILES = {"ptb_char": {s: f"ptb.char.{s}.txt" for s in SPLITS}, "ptb_word": {s: f"ptb.{s}.txt" for s in SPLITS},
-               "text": {s: f"{s}.txt" for s in SPLITS}, "text8": {"all": "text8"}, "enwik8": {"all": "enwik8"}}
-ENV_FOLDERS = {"ptb_char": "ptb", "ptb_word": "ptb", "text8": "text8", "enwik8": "enwik8"}
+_NAMES = ("ptb_char", "ptb_word", "text8", "enwik8")  # each a variant of a record in lit_rnncells.data.known
+HUB_IDS = {name: variant(name)[0].hub_id for name in _NAMES}
+"""Where each corpus is on the hub, from its record."""
+LOCAL_FILES = {**{name: {("valid" if split == "dev" else split): files[0]
+                         for split, files in variant(name)[1].files.items()} for name in _NAMES},
+               "text": {s: f"{s}.txt" for s in SPLITS}}
+"""The file of each split in a corpus's folder (``all``: one file, split when read), from its record's layout."""
+ENV_FOLDERS = {name: variant(name)[0].name for name in _NAMES}
+"""The folder under ``$LIT_RNNCELLS_DATA`` (the record's name)."""
 STANDARD_SPLIT = (90_000_000, 5_000_000, 5_000_000)
 CACHE_VERSION = 2  # 2: hub corpora read from the Parquet export (enwik8 from its raw bytes)
 
@@ -296,6 +302,10 @@ class LanguageModelDataModule(SplitCheckMixin, LightningDataModule):
     @property
     def vocab_size(self) -> int:
         return len(self.vocab)
+
+    def split_files(self):
+        """The files the fit-time split check reads (:func:`lit_rnncells.data.split_check.language_model_files`)."""
+        return language_model_files(self)
 
     def setup(self, stage: str) -> None:
         self.check_splits(stage)

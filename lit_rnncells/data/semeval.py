@@ -18,10 +18,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Sequence, Tuple
 
+from . import hub
+from .known import KNOWN
+
 POLARITIES = ("negative", "neutral", "positive", "conflict")
-LOCAL_FILES = {"restaurants": {"train": "Restaurants_Train_v2.xml", "test": "Restaurants_Test_Gold.xml"},
-               "laptops": {"train": "Laptop_Train_v2.xml", "test": "Laptops_Test_Gold.xml"}}
-HUB_ID = "alexcadillon/SemEval2014Task4"  # configs "restaurants" / "laptops"; splits train, test
+LOCAL_FILES = {group.name: {split: files[0] for split, files in group.files.items()}
+               for group in KNOWN["semeval14"].layouts}  # the record's file groups: restaurants, laptops
+HUB_ID = KNOWN["semeval14"].hub_id  # configs "restaurants" / "laptops"; splits train, test
 
 
 @dataclass(frozen=True)
@@ -94,8 +97,6 @@ def read_hub(hub_id: str, domain: str) -> Dict[str, List[Sentence]]:
     """Train/test sentences from the Parquet export (:mod:`lit_rnncells.data.hub`) of a hub dataset in the
     ``alexcadillon/SemEval2014Task4`` schema (``sentenceId``, ``text``, ``aspectTerms`` a list of
     {term, polarity, from, to} with string offsets; config = domain), sentence counts checked."""
-    from . import hub
-
     local = hub.local_alternative("semeval14", f"the folder with {', '.join(sorted(LOCAL_FILES[domain].values()))}")
     ds = hub.load_splits(hub_id, ("train", "test"), local, config=domain)
     out = {}

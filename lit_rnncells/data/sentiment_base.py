@@ -13,10 +13,11 @@ from lightning.pytorch import LightningDataModule
 from torch import Tensor
 from torch.utils.data import DataLoader
 
-from ..cells.base import check_positive
+from ..arguments import check_positive
 from ..paths import read_stdin, read_text_file
 from .batching import BucketedBatches, ResumableBatchesMixin, batch_loader
 from .check import SplitCheckMixin
+from .split_check import sentiment_files
 from .checkpoint_state import datamodule_state
 from .language_model import check_vocabulary
 from .text import UNK, Vocabulary, cached, default_cache_dir, local_or_hub
@@ -187,6 +188,10 @@ class SentimentDataModule(SplitCheckMixin, ResumableBatchesMixin, LightningDataM
         return self.vocab.stoi[PAD]
 
     # --- loaders ---------------------------------------------------------------------------
+    def split_files(self):
+        """The files the fit-time split check reads (:func:`lit_rnncells.data.split_check.sentiment_files`)."""
+        return sentiment_files(self)
+
     def setup(self, stage: str) -> None:
         self.check_splits(stage)
         if stage in ("fit", "validate", "test") and not self.splits:

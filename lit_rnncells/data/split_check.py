@@ -1,18 +1,20 @@
 """Which files a DataModule trains from, as a :class:`~lit_rnncells.data.check.Bound` layout for the
-fit-time split check (:class:`~lit_rnncells.data.check.SplitCheckMixin`). ``None`` for hub data."""
+fit-time split check (:class:`~lit_rnncells.data.check.SplitCheckMixin`). ``None`` for hub data.
+
+Each DataModule's ``split_files()`` calls the function of its kind here; translation datasets are read from
+their records (:mod:`lit_rnncells.data.known`)."""
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 from .check import Bound, bind
-from .known import Layout, layout
+from .imdb import resolve_local
+from .known import KNOWN, Layout, layout, variant
 from .text import is_hub_id
 
-_LM = {"ptb_word": ("ptb", "word"), "ptb_char": ("ptb", "char"), "text8": ("text8", "text8"),
-       "enwik8": ("enwik8", "enwik8")}
-_SEQ2SEQ = {"multi30k": ("multi30k", "de-en"), "iwslt14": ("iwslt14", "de-en"),
-            "gigaword": ("gigaword", "article-title")}
+PARALLEL_FILES = {"train": "train.{}", "valid": "valid.{}", "test": "test.{}"}
+"""``parallel``'s file names under ``data_dir`` (``{}`` is the language suffix)."""
 _SPLIT = {"train": "train", "valid": "dev", "validation": "dev", "test": "test"}
 
 
@@ -22,43 +24,46 @@ def _folder(data_dir: Optional[str]) -> Optional[Path]:
     return Path(data_dir).expanduser()
 
 
-def _language_model(dm: Any) -> Optional[Bound]:
+def language_model_files(dm: Any) -> Optional[Bound]:
+    """A language-model DataModule's files (``dataset``, ``data_dir``): a known corpus or your own ``text``."""
     folder = _folder(dm.data_dir)
     if folder is None:
         return None
     if dm.dataset == "text":
         own = Layout("text", "lines", {"train": ("train.txt",), "dev": ("valid.txt",), "test": ("test.txt",)}, {})
         return bind(None, own, folder)
-    if dm.dataset not in _LM:
-        return None  # a dataset this table does not know: not checked
-    name, group = _LM[dm.dataset]
+    found = variant(dm.dataset)
+    if found is None:
+        return None  # a dataset no record knows: not checked
+    record, group = found
     if folder.is_file():  # text8 / enwik8 given as the file itself
-        return Bound(name, layout(name, group), {"all": [folder]})
-    return bind(name, layout(name, group), folder)
+        return Bound(record.name, group, {"all": [folder]})
+    return bind(record.name, group, folder)
 
 
-def _translation(dm: Any) -> Optional[Bound]:
-    from .translation import LOCAL_FILES
-
-    if dm.dataset != "parallel" and dm.dataset not in _SEQ2SEQ:
-        return None  # a dataset this table does not know: not checked
+def translation_files(dm: Any) -> Optional[Bound]:
+    """A translation DataModule's files (``dataset``, ``data_dir``, ``files``, the two languages), by its record."""
+    record = KNOWN.get(dm.dataset)
+    if dm.dataset != "parallel" and not (record and record.layouts):
+        return None  # a dataset with no release figures (iwslt17, duc2004): not checked
+    patterns = PARALLEL_FILES if record is None else record.files
     languages = [dm.source_language, dm.target_language]
     paths: Dict[str, List[Path]] = {}
     folder = _folder(dm.data_dir)
     for split in ("train", "valid", "test"):
         if split in dm.files:
             paths[_SPLIT[split]] = [Path(p).expanduser() for p in dm.files[split]]
-        elif folder is not None and split in LOCAL_FILES.get(dm.dataset, {}):
-            paths[_SPLIT[split]] = [folder / LOCAL_FILES[dm.dataset][split].format(lang) for lang in languages]
+        elif folder is not None and split in patterns:
+            paths[_SPLIT[split]] = [folder / patterns[split].format(lang) for lang in languages]
     if not paths:
         return None
-    if dm.dataset not in _SEQ2SEQ:  # parallel, iwslt17: files with no release figures here (overlap still checked)
+    if record is None:  # parallel: your own files, no release figures (overlap still checked)
         return Bound(None, Layout(dm.dataset, "pairs", {}, {}), paths)
-    name, group = _SEQ2SEQ[dm.dataset]
-    return Bound(name, layout(name, group), paths)
+    return Bound(record.name, record.layouts[0], paths)
 
 
-def _sentiment(dm: Any) -> Optional[Bound]:
+def sentiment_files(dm: Any) -> Optional[Bound]:
+    """A sentiment DataModule's files: SemEval-2014 (``domain``), SST or IMDB."""
     folder = _folder(dm.data_dir)
     if folder is None:
         return None
@@ -68,8 +73,6 @@ def _sentiment(dm: Any) -> Optional[Bound]:
         return bind("sst", layout("sst", "trees"), folder)
     if dm.dataset != "imdb":
         return None
-    from .imdb import resolve_local
-
     try:
         source = resolve_local(folder)
     except FileNotFoundError:
@@ -77,16 +80,4 @@ def _sentiment(dm: Any) -> Optional[Bound]:
     return Bound("imdb", layout("imdb", "reviews"), {"train": [source], "test": [source]})
 
 
-def bound_layout(dm: Any) -> Optional[Bound]:
-    """The files ``dm`` reads, bound to the known dataset's layout (or a layout of your own files)."""
-    from .language_model import LanguageModelDataModule
-    from .sentiment_base import SentimentDataModule
-    from .translation import TranslationDataModule
-
-    if isinstance(dm, LanguageModelDataModule):
-        return _language_model(dm)
-    if isinstance(dm, TranslationDataModule):
-        return _translation(dm)
-    if isinstance(dm, SentimentDataModule):
-        return _sentiment(dm)
-    return None
+_language_model, _translation, _sentiment = language_model_files, translation_files, sentiment_files  # old names

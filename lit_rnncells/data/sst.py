@@ -13,8 +13,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Dict, List, Tuple
 
-FILES = {"train": "train.txt", "validation": "dev.txt", "test": "test.txt"}
-HUB_ID = "stanfordnlp/sst2"
+from . import hub
+from .known import KNOWN
+
+FILES = {("validation" if split == "dev" else split): files[0]  # the record's trees, by hub split name
+         for split, files in KNOWN["sst"].layouts[0].files.items()}
+HUB_ID = KNOWN["sst"].hub_id
 FINE_LABELS = ("very negative", "negative", "neutral", "positive", "very positive")
 BINARY_LABELS = ("negative", "positive")
 PTB_ESCAPES = {"-LRB-": "(", "-RRB-": ")", "-LSB-": "[", "-RSB-": "]", "-LCB-": "{", "-RCB-": "}"}
@@ -134,8 +138,6 @@ def read_local(folder: Path) -> Dict[str, List[List[Phrase]]]:
 def read_hub(hub_id: str) -> Dict[str, List[Tuple[int, str]]]:
     """(label 0/1, sentence) of the hub's train and validation splits (GLUE SST-2 schema), read from its
     Parquet export (:mod:`lit_rnncells.data.hub`), row counts checked."""
-    from . import hub
-
     ds = hub.load_splits(hub_id, ("train", "validation"), hub.local_alternative(
         "sst", f"the folder with {', '.join(sorted(FILES.values()))}"))
     out = {}

@@ -25,6 +25,7 @@ from functools import cached_property
 from typing import Any, Iterable, List, Sequence
 
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from .text import VocabularyMismatchError
 
 PAD, UNK, BOS, EOS = "<pad>", "<unk>", "<bos>", "<eos>"
 SPECIALS = (PAD, UNK, BOS, EOS)
@@ -167,8 +168,6 @@ def check_tokenizer(saved: SubwordTokenizer, current: SubwordTokenizer, side: st
     """Raise one clear error if a checkpoint's tokenizer differs from the data's, saying what differs."""
     if saved == current:
         return
-    from .text import VocabularyMismatchError
-
     raise VocabularyMismatchError(
         f"The checkpoint's {side} tokenizer differs from this data's: {tokenizer_difference(saved, current)}; train "
         "and test with the same dataset, subword_vocab_size and joint_vocabulary, or pass checkpoint_path so the "

@@ -1,24 +1,24 @@
 """Parallel corpora for sequence-to-sequence tasks (translation, headline generation) as subword batches.
 
-Datasets (``dataset``), each from a local folder in its official format or from the hub:
+Datasets (``dataset``), each from a local folder in its official format or from the hub; what the library
+knows of each (file names, languages, hub id and columns, test-only) is its record in
+:mod:`lit_rnncells.data.known`, and :mod:`lit_rnncells.data.parallel_text` reads the pairs:
 
-* ``multi30k`` (Elliott et al. 2016, task 1; the CARU paper's translation task): raw text,
-  ``{train,val,test_2016_flickr}.{en,de}``; hub ``bentrevett/multi30k`` (columns ``en``, ``de``).
+* ``multi30k`` (Elliott et al. 2016, task 1; the CARU paper's translation task): raw text; hub
+  ``bentrevett/multi30k``.
 * ``iwslt14`` (De-En TED talks, fairseq's ``prepare-iwslt14.sh`` before BPE; MC-RNN Table 2):
-  Moses-tokenised lowercased ``{train,valid,test}.{de,en}``, 160,239 / 7,283 / 6,750 pairs. Local only:
-  no hub repo holds this corpus (a missing copy is one error naming how to build it).
-* ``iwslt17`` (IWSLT 2017 De-En, raw cased text): hub ``IWSLT/iwslt2017`` config ``iwslt2017-de-en``
-  (column ``translation``), 206,112 / 888 / 8,079 pairs, or a local ``{train,valid,test}.{de,en}`` of it.
-* ``gigaword`` (Rush et al. 2015 headline generation, harvardnlp release; MC-RNN Table 3):
-  ``{train,test}.{article,title}.txt`` and ``valid.{article,title}.filter.txt``; hub ``Harvard/gigaword``
-  (``document`` → article, ``summary`` → title). The unknown word is ``UNK`` on both paths (the release
-  writes ``<unk>`` in train and valid, ``UNK`` in test; the hub's script rewrites train and valid to
-  ``UNK``); ``valid_size`` keeps the first pairs of its 189,651-pair validation split.
+  Moses-tokenised lowercased, 160,239 / 7,283 / 6,750 pairs. Local only (``prepare iwslt14`` builds it).
+* ``iwslt17`` (IWSLT 2017 De-En, raw cased text): hub ``IWSLT/iwslt2017``, 206,112 / 888 / 8,079 pairs, or a
+  local ``{train,valid,test}.{de,en}`` of it.
+* ``gigaword`` (Rush et al. 2015 headline generation, harvardnlp release; MC-RNN Table 3): hub
+  ``Harvard/gigaword``. The unknown word is ``UNK`` on both paths (the release writes ``<unk>`` in train and
+  valid, ``UNK`` in test); ``valid_size`` keeps the first pairs of its 189,651-pair validation split.
 * ``duc2004`` (DUC-2004 task 1, :mod:`lit_rnncells.data.duc`): a test set only, for a Gigaword-trained
-  checkpoint (``test --ckpt_path``): ``input.txt`` and ``task1_ref0.txt`` ... ``task1_ref3.txt``, 4 references
-  per document, all of them scored; ROUGE reads the first 75 bytes unless the model says otherwise.
+  checkpoint (``test --ckpt_path``), 4 references per document, all of them scored; ROUGE reads the first
+  75 bytes unless the model says otherwise.
 * ``parallel``: your own aligned files, ``{train,valid,test}.{src}`` / ``.{tgt}`` under ``data_dir``
-  or explicit ``files: {split: [source_path, target_path]}``.
+  or explicit ``files: {split: [source_path, target_path]}``; any dataset registered in
+  :mod:`lit_rnncells.data.known` (docs/data.md, "Adding a dataset").
 
 Processing, the same for hub and local inputs: lines are read (``\\n`` separated, ``\\r`` stripped), a
 BPE :class:`~lit_rnncells.data.subword.SubwordTokenizer` is fitted on the training lines only (one joint
@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Any, Dict, List, Literal, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import torch
 from lightning.pytorch import LightningDataModule
@@ -47,119 +47,33 @@ from lightning.pytorch.utilities import rank_zero_info
 from torch import Tensor
 from torch.utils.data import DataLoader
 
-from ..cells.base import check_positive
-from . import hub
-from ..paths import read_stdin, read_text_file
-from .check import SplitCheckMixin
+from ..arguments import check_positive
 from . import duc
+from .check import SplitCheckMixin
 from .batching import BucketedBatches, ResumableBatchesMixin, batch_loader, pad_batch
 from .checkpoint_state import datamodule_state
+from .known import translation_datasets
+from .parallel_text import (MOSES_LANGUAGE, Lines, _local_only, canonical_unk, check_no_empty, check_parallel,
+                            default_data_dir, default_pretokenized, direction, missing_local, read_predict_file,
+                            record, several_references, split_source, test_only_for)
+from .parallel_text import (HUB_IDS, IWSLT14_MISSING, LOCAL_FILES, hub_alternative, read_hub_split,  # noqa: F401
+                            read_lines)  # kept importable from here
+from .split_check import translation_files
 from .subword import BOS_ID, EOS_ID, PAD_ID, SubwordTokenizer, check_tokenizer
-from .text import cached, default_cache_dir, file_fingerprint, is_hub_id, local_or_hub
+from .text import VocabularyMismatchError, cached, default_cache_dir, is_hub_id
 
-DatasetName = Literal["multi30k", "iwslt14", "iwslt17", "gigaword", "duc2004", "parallel"]
 SPLITS = ("train", "valid", "test")
 DEFAULT_MAX_INPUT_LENGTH = 1024
 """The longest source (subwords) accepted at validate / test / predict time unless ``max_input_length`` says."""
-LANGUAGES = {"multi30k": ("de", "en"), "iwslt14": ("de", "en"), "iwslt17": ("de", "en"),
-             "gigaword": ("article", "title"), "duc2004": ("article", "title")}
-DEFAULT_DIRECTION = {"multi30k": ("de", "en"), "iwslt14": ("de", "en"), "iwslt17": ("de", "en"),
-                     "gigaword": ("article", "title"), "duc2004": ("article", "title")}
-LOCAL_FILES = {
-    "multi30k": {"train": "train.{}", "valid": "val.{}", "test": "test_2016_flickr.{}"},
-    "iwslt14": {"train": "train.{}", "valid": "valid.{}", "test": "test.{}"},
-    "iwslt17": {"train": "train.{}", "valid": "valid.{}", "test": "test.{}"},
-    "gigaword": {"train": "train.{}.txt", "valid": "valid.{}.filter.txt", "test": "test.{}.txt"},
-    "parallel": {"train": "train.{}", "valid": "valid.{}", "test": "test.{}"},
-    "duc2004": {"test": duc.INPUT_FILE},  # and task1_ref<k>.txt: read by _duc2004_source
-}
-TEST_ONLY = {"duc2004": "gigaword"}
-"""Test sets with no training or validation split, and the dataset their models are trained on."""
-ROUGE_MAX_BYTES = {"duc2004": 75}
-"""The standard truncation of ROUGE on a dataset (ROUGE-1.5.5 ``-b``): DUC-2004 scores the first 75 bytes."""
-ROUGE_MULTIREF = {"duc2004": "pooled"}
-"""The standard multi-reference ROUGE of a dataset: DUC-2004's tables pool all four (ROUGE-1.5.5 ``-f A``)."""
-HUB_IDS = {"multi30k": "bentrevett/multi30k", "iwslt17": "IWSLT/iwslt2017", "gigaword": "Harvard/gigaword"}
-LOCAL_ONLY = {"iwslt14"}  # named datasets no hub repo reproduces
-HUB_SPLITS = {"train": "train", "valid": "validation", "test": "test"}
-HUB_COLUMNS = {"gigaword": {"article": "document", "title": "summary"}}
-PRETOKENIZED = {"multi30k": False, "iwslt14": True, "iwslt17": False, "gigaword": True, "duc2004": True,
-                "parallel": False}
-MOSES_LANGUAGE = {"article": "en", "title": "en"}
-GIGAWORD_UNK = "UNK"  # the one unknown-word form: the release's test files and the hub's every split use it
 CACHE_VERSION = 2
-IWSLT14_MISSING = ("iwslt14 is fairseq's IWSLT14 De-En ({{train,valid,test}}.{{de,en}}, Moses-tokenised and "
-                   "lowercased), which no hub repo holds, and {where}; build it with `python -m lit_rnncells.data "
-                   "prepare iwslt14` or fairseq's examples/translation/prepare-iwslt14.sh and set "
-                   "data.init_args.data_dir (or LIT_RNNCELLS_DATA, which holds iwslt14/) to that folder "
-                   "(the hub's IWSLT 2017 is dataset: iwslt17).")
-
-Lines = List[str]
-
-
-def default_data_dir(dataset: str) -> Optional[str]:
-    """``$LIT_RNNCELLS_DATA/<dataset>`` when ``LIT_RNNCELLS_DATA`` is set, else the hub id (``None`` for
-    ``parallel`` and the local-only ``iwslt14``)."""
-    named = dataset in HUB_IDS or dataset in LOCAL_ONLY or dataset in TEST_ONLY
-    return local_or_hub(dataset if named else None, HUB_IDS.get(dataset))
-
-
-def canonical_unk(dataset: str, lines: Lines) -> Lines:
-    """Gigaword's unknown word in its one form, ``UNK`` (the release's ``<unk>`` rewritten, as the hub does)."""
-    if dataset != "gigaword":
-        return lines
-    return [line.replace("<unk>", GIGAWORD_UNK) for line in lines]
-
-
-def read_lines(path: Path) -> Lines:
-    """The lines of a UTF-8 text file (a final newline does not make an extra empty line)."""
-    text = read_text_file(path, "The file")
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    return [line.rstrip("\r") for line in lines]
-
-
-def check_parallel(source: Lines, target: Lines, source_name: str, target_name: str) -> None:
-    if len(source) != len(target):
-        raise ValueError(f"Parallel files differ in length: {source_name} has {len(source):,} lines and "
-                         f"{target_name} has {len(target):,}; give line-aligned files (one pair per line).")
-
-
-def check_no_empty(lines: Lines, name: str) -> None:
-    """Evaluation and predict inputs may not hold empty lines (the policy for those splits)."""
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            raise ValueError(f"Line {number} of {name} is empty; evaluation and predict inputs need text on "
-                             "every line (remove the line, or its pair in both files).")
-
-
-def hub_alternative(dataset: str) -> str:
-    """The end of a hub error: where a local copy goes instead."""
-    names = sorted(p.format(lang) for p in LOCAL_FILES[dataset].values() for lang in LANGUAGES[dataset])
-    return hub.local_alternative(dataset, f"the folder with {', '.join(names)}")
-
-
-def read_hub_split(dataset: str, hub_id: str, split: str, source_language: str, target_language: str,
-                   loaded: Dict[str, Any]) -> Tuple[Lines, Lines]:
-    """One split's source and target lines from the hub's Parquet export (:mod:`lit_rnncells.data.hub`), in
-    the shape the local reader returns."""
-    if "ds" not in loaded:
-        loaded["ds"] = hub.load_splits(hub_id, tuple(HUB_SPLITS.values()), hub_alternative(dataset))
-    part = loaded["ds"][HUB_SPLITS[split]]
-    if "translation" in part.column_names:  # IWSLT: {"de": ..., "en": ...} per row
-        pairs = part["translation"]
-        return [p[source_language] for p in pairs], [p[target_language] for p in pairs]
-    columns = HUB_COLUMNS.get(dataset, {})
-    return (list(part[columns.get(source_language, source_language)]),
-            list(part[columns.get(target_language, target_language)]))
 
 
 class TranslationDataModule(SplitCheckMixin, ResumableBatchesMixin, LightningDataModule):
     """A parallel corpus as length-bucketed subword batches, from a local folder or the hub.
 
     Args:
-        dataset: ``multi30k``, ``iwslt14`` (local only), ``iwslt17``, ``gigaword`` or ``parallel`` (your own files).
+        dataset: ``multi30k``, ``iwslt14`` (local only), ``iwslt17``, ``gigaword``, ``duc2004`` (test only), any
+            dataset registered in :mod:`lit_rnncells.data.known`, or ``parallel`` (your own files).
         data_dir: local folder in the official format, or a hub id (``owner/name``, or ``owner/name@commit`` to
             pin the Parquet export's revision). Default: ``$LIT_RNNCELLS_DATA/<dataset>`` when
             ``LIT_RNNCELLS_DATA`` is set, else the hub id.
@@ -189,7 +103,7 @@ class TranslationDataModule(SplitCheckMixin, ResumableBatchesMixin, LightningDat
         num_workers: 0 (collate in the training process) or 1 (in one background loader process).
     """
 
-    def __init__(self, dataset: DatasetName = "multi30k", data_dir: Optional[str] = None,
+    def __init__(self, dataset: str = "multi30k", data_dir: Optional[str] = None,
                  files: Optional[Dict[str, List[str]]] = None, source_language: Optional[str] = None,
                  target_language: Optional[str] = None, subword_vocab_size: int = 8000, joint_vocabulary: bool = True,
                  pretokenized: Optional[bool] = None, min_frequency: int = 2, batch_size: int = 64,
@@ -201,11 +115,12 @@ class TranslationDataModule(SplitCheckMixin, ResumableBatchesMixin, LightningDat
                  cache_dir: Optional[str] = None, seed: int = 0, chunk_batches: int = 50, num_workers: int = 0
                  ) -> None:
         super().__init__()
-        if dataset not in LOCAL_FILES:
-            raise ValueError(f"Unknown dataset {dataset!r}; choose one of {sorted(LOCAL_FILES)}.")
-        if dataset in TEST_ONLY and checkpoint_path is None:
+        if dataset not in translation_datasets():
+            raise ValueError(f"Unknown dataset {dataset!r}; choose one of {translation_datasets()}.")
+        trained_on = test_only_for(dataset)
+        if trained_on and checkpoint_path is None:
             raise ValueError(f"{dataset} is a test set only (no training split); test a model trained on "
-                             f"{TEST_ONLY[dataset]}: python -m lit_rnncells test --config <its config> --ckpt_path "
+                             f"{trained_on}: python -m lit_rnncells test --config <its config> --ckpt_path "
                              f"<its checkpoint> --data.init_args.dataset {dataset}.")
         check_positive(subword_vocab_size=subword_vocab_size, batch_size=batch_size,
                        eval_batch_size=eval_batch_size, min_frequency=min_frequency, chunk_batches=chunk_batches)
@@ -219,24 +134,15 @@ class TranslationDataModule(SplitCheckMixin, ResumableBatchesMixin, LightningDat
                              f"workers, more would repeat them), got {num_workers}.")
         self.save_hyperparameters(logger=False)  # the task logs them as data/...
         self.dataset = dataset
-        self.source_language, self.target_language = self._direction(dataset, source_language, target_language)
+        self.source_language, self.target_language = direction(dataset, source_language, target_language)
         self.files = {s: list(p) for s, p in (files or {}).items()}
         for split, pair in self.files.items():
             if split not in SPLITS or len(pair) != 2:
                 raise ValueError(f"files must map splits {list(SPLITS)} to [source_path, target_path], got "
                                  f"{split!r}: {pair!r}.")
         self.data_dir = data_dir if data_dir is not None else default_data_dir(dataset)
-        if dataset in LOCAL_ONLY and checkpoint_path is None and not self.files and (
-                self.data_dir is None or is_hub_id(self.data_dir)):
-            where = ("no data_dir is set" if self.data_dir is None else
-                     f"data_dir {self.data_dir!r} is not a local folder")
-            raise FileNotFoundError(IWSLT14_MISSING.format(where=where))
-        if self.data_dir is None and not self.files and checkpoint_path is None and dataset not in TEST_ONLY:
-            raise ValueError("dataset 'parallel' needs data_dir (a folder with {train,valid,test}.<language> "
-                             "files) or files: {split: [source_path, target_path]}.")
-        if dataset in TEST_ONLY:
-            self._duc2004_source()  # a missing folder or file is named now, before the checkpoint loads
-        self.pretokenized = PRETOKENIZED[dataset] if pretokenized is None else bool(pretokenized)
+        self._check_location(checkpoint_path)
+        self.pretokenized = default_pretokenized(dataset) if pretokenized is None else bool(pretokenized)
         self.subword_vocab_size, self.joint_vocabulary, self.min_frequency = (
             subword_vocab_size, joint_vocabulary, min_frequency)
         self.batch_size, self.eval_batch_size, self.max_tokens = batch_size, eval_batch_size, max_tokens
@@ -260,22 +166,23 @@ class TranslationDataModule(SplitCheckMixin, ResumableBatchesMixin, LightningDat
                 self.split(split)
 
     # --- configuration -----------------------------------------------------------------
-    @staticmethod
-    def _direction(dataset: str, source: Optional[str], target: Optional[str]) -> Tuple[str, str]:
-        if dataset == "parallel":
-            if not source or not target or source == target:
-                raise ValueError("dataset 'parallel' needs two different file suffixes as source_language and "
-                                 f"target_language, got {source!r} and {target!r}.")
-            return source, target
-        default = DEFAULT_DIRECTION[dataset]
-        source, target = source or default[0], target or (default[1] if source in (None, default[0]) else default[0])
-        known = LANGUAGES[dataset]
-        one_way = dataset in ("gigaword", "duc2004")  # summaries: article -> title only
-        allowed = [default] if one_way else [(a, b) for a in known for b in known if a != b]
-        if (source, target) not in allowed:
-            raise ValueError(f"Unknown direction {source}->{target} for {dataset}; choose source_language/"
-                             f"target_language among {[f'{a}->{b}' for a, b in allowed]}.")
-        return source, target
+    def _check_location(self, checkpoint_path: Optional[str]) -> None:
+        """Name a missing local copy (or a parallel corpus without files) now, before anything is read."""
+        trained_on = test_only_for(self.dataset)
+        if _local_only(self.dataset) and checkpoint_path is None and not self.files and (
+                self.data_dir is None or is_hub_id(self.data_dir)):
+            where = ("no data_dir is set" if self.data_dir is None else
+                     f"data_dir {self.data_dir!r} is not a local folder")
+            raise FileNotFoundError(missing_local(self.dataset, where))
+        if self.data_dir is None and not self.files and checkpoint_path is None and not trained_on:
+            raise ValueError("dataset 'parallel' needs data_dir (a folder with {train,valid,test}.<language> "
+                             "files) or files: {split: [source_path, target_path]}.")
+        if trained_on:
+            self._duc2004_source()  # a missing folder or file is named now, before the checkpoint loads
+
+    def split_files(self):
+        """The files the fit-time split check reads (:func:`lit_rnncells.data.split_check.translation_files`)."""
+        return translation_files(self)
 
     def _moses_language(self, language: str) -> str:
         return MOSES_LANGUAGE.get(language, language)
@@ -290,73 +197,26 @@ class TranslationDataModule(SplitCheckMixin, ResumableBatchesMixin, LightningDat
     def references(self, split: str) -> Optional[List[Tuple[str, ...]]]:
         """Every reference of every example of a split that has several per example (DUC-2004), else None
         (the target is the one reference). Empty lines are an error, as in any evaluation file."""
-        if self.dataset not in TEST_ONLY or split != "test":
+        if not test_only_for(self.dataset) or split != "test":
             return None
-        _, paths = self._duc2004_source()
-        streams = []
-        for path in paths:
-            lines = read_lines(path)
-            check_no_empty(lines, str(path))
-            streams.append(lines[:self.limit] if self.limit is not None else lines)
-        return list(zip(*streams))
+        return several_references(self._duc2004_source()[1], self.limit)
 
     @property
     def rouge_max_bytes(self) -> Optional[int]:
         """The dataset's standard ROUGE truncation in bytes (75 for DUC-2004), read by the task; None: none."""
-        return ROUGE_MAX_BYTES.get(self.dataset)
+        found = record(self.dataset)
+        return None if found is None else found.rouge_max_bytes
 
     @property
     def rouge_multiref(self) -> Optional[str]:
         """The dataset's standard multi-reference ROUGE (``pooled`` for DUC-2004), read by the task; None: the
         task's default."""
-        return ROUGE_MULTIREF.get(self.dataset)
+        found = record(self.dataset)
+        return None if found is None else found.rouge_multiref
 
     def _split_source(self, split: str) -> Tuple[Dict[str, Any], Any]:
         """The cache key part describing a split's inputs, and a loader of its (source, target, names)."""
-        if self.dataset in TEST_ONLY:
-            if split != "test":
-                raise ValueError(f"{self.dataset} has only a test split; validate on {TEST_ONLY[self.dataset]} and "
-                                 f"use {self.dataset} with test --ckpt_path.")
-            source, references = self._duc2004_source()
-            paths = [source, references[0]]
-
-            def load_duc() -> Tuple[Lines, Lines, str, str]:
-                return read_lines(paths[0]), read_lines(paths[1]), str(paths[0]), str(paths[1])
-
-            return {"files": [file_fingerprint(p) for p in [source, *references]]}, load_duc
-        if split in self.files:
-            paths = [Path(p).expanduser() for p in self.files[split]]
-        elif self.data_dir is not None and is_hub_id(self.data_dir):
-            hub_id = self.data_dir
-
-            def load_hub() -> Tuple[Lines, Lines, str, str]:
-                src, tgt = read_hub_split(self.dataset, hub_id, split, self.source_language,
-                                          self.target_language, self._hub)
-                return src, tgt, f"{hub_id} {split} {self.source_language}", f"{hub_id} {split} {self.target_language}"
-
-            return {"hub": hub_id, "split": split}, load_hub
-        else:
-            if self.data_dir is None:
-                raise ValueError(f"No {split} files: set data_dir or files for dataset {self.dataset!r}.")
-            folder = Path(self.data_dir).expanduser()
-            if not folder.is_dir() and self.dataset in LOCAL_ONLY:
-                raise FileNotFoundError(IWSLT14_MISSING.format(where=f"{str(folder)!r} does not exist"))
-            if not folder.is_dir():
-                raise FileNotFoundError(f"Corpus folder {str(folder)!r} does not exist; set data.init_args.data_dir "
-                                        f"to the folder holding the {self.dataset} files, or a hub id.")
-            pattern = LOCAL_FILES[self.dataset][split]
-            paths = [folder / pattern.format(lang) for lang in (self.source_language, self.target_language)]
-        for path in paths:
-            if not path.is_file() and self.dataset in LOCAL_ONLY and split not in self.files:
-                raise FileNotFoundError(IWSLT14_MISSING.format(where=f"{str(path)!r} is missing"))
-            if not path.is_file():
-                raise FileNotFoundError(f"Missing corpus file {str(path)!r} for the {split} split of {self.dataset}; "
-                                        "check data_dir / files and source_language / target_language.")
-
-        def load_local() -> Tuple[Lines, Lines, str, str]:
-            return read_lines(paths[0]), read_lines(paths[1]), str(paths[0]), str(paths[1])
-
-        return {"files": [file_fingerprint(p) for p in paths]}, load_local
+        return split_source(self, split)
 
     def _raw(self, split: str) -> Tuple[Dict[str, Any], Lines, Lines, str, str]:
         key, load = self._split_source(split)
@@ -466,18 +326,7 @@ class TranslationDataModule(SplitCheckMixin, ResumableBatchesMixin, LightningDat
             raise ValueError("predict needs data.init_args.predict_file: a file of source lines, or '-' for stdin.")
         name = "standard input" if self.predict_file == "-" else str(Path(self.predict_file).expanduser())
         if self._predict_cache is None or self._predict_cache[0] != self.predict_file:
-            if self.predict_file == "-":
-                lines = read_stdin("predict_file").split("\n")
-                if lines and lines[-1] == "":
-                    lines.pop()
-                lines = [line.rstrip("\r") for line in lines]
-            else:
-                path = Path(self.predict_file).expanduser()
-                if not path.is_file():
-                    raise FileNotFoundError(f"predict_file {str(path)!r} does not exist; pass a file of source lines "
-                                            "or '-' for stdin.")
-                lines = read_lines(path)
-            self._predict_cache = (self.predict_file, lines)
+            self._predict_cache = (self.predict_file, read_predict_file(self.predict_file))
         lines = self._predict_cache[1]
         if not lines:
             raise ValueError(f"{name} has no lines to {'summarise' if self.dataset == 'gigaword' else 'translate'}; "
@@ -566,7 +415,6 @@ class TranslationDataModule(SplitCheckMixin, ResumableBatchesMixin, LightningDat
         saved_joint = saved[0].tokenizer.to_str() == saved[1].tokenizer.to_str()
         current_joint = self.source_tokenizer.tokenizer.to_str() == self.target_tokenizer.tokenizer.to_str()
         if saved_joint != current_joint:
-            from .text import VocabularyMismatchError
             raise VocabularyMismatchError(
                 f"The checkpoint was trained with joint_vocabulary={saved_joint}, this data has "
                 f"joint_vocabulary={current_joint} (one tokenizer for both sides or one per side); set "

@@ -21,6 +21,9 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 import torch
 
 from ..cells.registry import get_cell
+from ..nn.parameters import count_parameters  # kept importable from here
+from ..cli import main
+from ..quiet import no_lightning_info
 
 CellSpec = Union[str, Dict[str, Any]]
 """A registered cell name, or ``{"class_path": name, "init_args": {...}}`` (cells that need options)."""
@@ -59,11 +62,6 @@ def cell_name(cell: CellSpec) -> str:
         return get_cell(name.rsplit(".", 1)[-1]).__name__
 
 
-def count_parameters(model: torch.nn.Module) -> int:
-    """Every parameter of the model (trainable or frozen), shared tensors once."""
-    return sum(p.numel() for p in model.parameters())
-
-
 def rebuild(model: torch.nn.Module, **changes: Any) -> torch.nn.Module:
     """A new model of ``type(model)`` from its saved hyperparameters with ``changes`` applied.
 
@@ -100,9 +98,6 @@ class ParamCounter:
     def __init__(self, config: Optional[str] = None, args: Sequence[str] = (),
                  model: Optional[torch.nn.Module] = None) -> None:
         if model is None:
-            from ..cli import main
-            from ..quiet import no_lightning_info
-
             cli_args = (["--config", config] if config else []) + list(args)
             argv, sys.argv = sys.argv, sys.argv[:1]  # LightningCLI warns when the process has arguments of its own
             try:

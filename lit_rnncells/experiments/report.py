@@ -9,6 +9,8 @@ import statistics
 from pathlib import Path
 from typing import Any, Dict, List, Sequence, Tuple
 
+from ..loggers import wandb_configured
+
 RESULT_FILE = "result.json"
 CURVES_FILE = "curves.json"
 
@@ -142,8 +144,6 @@ def log_to_wandb(out: Path, config: str, rows: List[Dict[str, Any]], images: Lis
         return
     try:
         import wandb
-
-        from .loggers import wandb_configured
     except ImportError:
         return
     mode = "online" if wandb_configured() and os.environ.get("WANDB_MODE") not in ("offline", "dryrun") else "offline"

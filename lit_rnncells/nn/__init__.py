@@ -2,9 +2,10 @@
 from .recurrent import Recurrent
 from .attention import Attention
 from .beam_search import Hypothesis, SearchConfig
+from .recording import candidate_activations, composition_weights
 from .dropout import (LockedDropout, WeightDrop, activation_regularization, embedding_dropout,
                       recurrent_weight_names, temporal_activation_regularization)
 
 __all__ = ["Recurrent", "Attention", "Hypothesis", "SearchConfig", "LockedDropout", "WeightDrop",
            "activation_regularization", "embedding_dropout", "recurrent_weight_names",
-           "temporal_activation_regularization"]
+           "temporal_activation_regularization", "candidate_activations", "composition_weights"]

@@ -2,7 +2,7 @@
 
 ``Recurrent`` runs every cell as: the input maps for all steps at once (``project_input``), a
 Python loop over ``step``, then the outputs (``output_sequence``). With ``compile=True`` the loop
-body (:func:`~lit_rnncells.nn.recurrent._step`: the cell's step, the padding mask, the precision
+body (:func:`~lit_rnncells.nn.step._step`: the cell's step, the padding mask, the precision
 kept and the auxiliary loss) runs through ``torch.compile``: Inductor fuses the step's pointwise
 ops around its matmuls into a few kernels, and AOTAutograd does the same for its backward. Any
 cell compiles, unchanged: the graph is traced from its ``step``.
@@ -11,8 +11,8 @@ One compiled function per cell class (a copy of the step's code object, so each 
 compiler cache and recompilation limit, and layers and directions of one class share the graphs).
 The batch dimension is marked dynamic from the first call and the step never sees the sequence
 length, so batches of any length and size reuse one graph per variant (training or not, with or
-without the auxiliary loss, autocast or not). See docs/architecture.md for why the step and not
-the whole loop is compiled.
+without the auxiliary loss, autocast or not). See docs/measured.md ("Why the step is compiled") for why
+the step and not the whole loop is compiled.
 """
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ import torch
 from torch import Tensor
 
 from ..cells.base import RecurrentCell, State
+from .step import _step, map_state
 
 StepFn = Callable[[RecurrentCell, Tensor, State, Optional[Tensor], bool, bool], Tuple[State, Optional[Tensor]]]
 
@@ -71,8 +72,6 @@ def compiled_step(cell: RecurrentCell) -> StepFn:
     mode = compile_mode()
     fn = _COMPILED.get((cls, mode))
     if fn is None:
-        from .recurrent import _step, map_state
-
         body = _fresh_copy(_step, f"step_{cls.__name__}")
         _CODE[(cls, mode)] = body.__code__
         compiled = torch.compile(body, dynamic=None, mode=mode)

@@ -10,29 +10,11 @@ import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
 
-from ..cells.base import CellFactory, RecurrentCell, State, check_positive, check_probability
+from ..arguments import check_positive, check_probability
+from ..cells.base import CellFactory, RecurrentCell, State
 from ..cells.registry import get_cell
 from .compiled import compile_mode, compiled_calls, compiled_step, report_compiled_forward, use_compiled
-
-
-def map_state(fn, *states: State) -> State:
-    """Apply ``fn`` leaf-wise over one or more states of the same structure."""
-    if isinstance(states[0], tuple):
-        return tuple(map_state(fn, *leaves) for leaves in zip(*states))
-    return fn(*states)
-
-
-def _where_state(mask: Tensor, new: State, old: State) -> State:
-    """Keep ``old`` where ``mask`` (B,) is False; leaves have the batch first."""
-
-    def pick(n: Tensor, o: Tensor) -> Tensor:
-        return torch.where(mask.view(-1, *([1] * (n.dim() - 1))), n, o)
-
-    return map_state(pick, new, old)
-
-
-def _as_dtype_of(new: Tensor, old: Tensor) -> Tensor:
-    return new if new.dtype == old.dtype else new.to(old.dtype)
+from .step import _as_dtype_of, _step, map_state  # map_state kept importable from here
 
 
 def _reverse_index(lengths: Tensor, steps: int) -> Tensor:
@@ -45,23 +27,6 @@ def _reverse_index(lengths: Tensor, steps: int) -> Tensor:
 def _gather_time(x: Tensor, index: Tensor) -> Tensor:
     """x (T, B, ...) reordered along time by index (T, B)."""
     return x.gather(0, index.view(*index.shape, *([1] * (x.dim() - 2))).expand_as(x))
-
-
-def _step(cell: RecurrentCell, x_t: Tensor, state: State, mask_t: Optional[Tensor], use_aux: bool,
-          keep_precision: bool) -> Tuple[State, Optional[Tensor]]:
-    """One step of the time loop: the cell's step, the state kept in its precision, padded rows kept,
-    and the step's summed auxiliary loss (``None`` without). The eager and the compiled loop both run it."""
-    if use_aux:
-        new_state, aux_t = cell.step_with_aux(x_t, state)
-    else:
-        new_state, aux_t = cell.step(x_t, state), None
-    if keep_precision:
-        new_state = map_state(_as_dtype_of, new_state, state)
-    if mask_t is not None:
-        new_state = _where_state(mask_t, new_state, state)
-        if aux_t is not None:
-            aux_t = aux_t * mask_t.to(aux_t.dtype)
-    return new_state, None if aux_t is None else aux_t.sum()
 
 
 @functools.lru_cache(maxsize=None)

@@ -20,7 +20,8 @@ from lightning.pytorch.utilities import rank_zero_info, rank_zero_warn
 from torch import Tensor, nn
 from torch.nn import functional as F
 
-from ..cells.base import State, check_positive, check_probability
+from ..arguments import check_positive, check_probability
+from ..cells.base import State
 from ..data.language_model import check_vocabulary
 from ..data.text import Vocabulary, VocabularyMismatchError
 from ..nn.dropout import (LockedDropout, WeightDrop, activation_regularization, embedding_dropout,

@@ -38,12 +38,14 @@ from lightning.pytorch.utilities import rank_zero_info
 from torch import Tensor, nn
 from torch.nn import functional as F
 
-from ..cells.base import RecurrentCell, State, check_positive, check_probability
+from ..arguments import check_positive, check_probability
+from ..cells.base import RecurrentCell, State
 from ..nn.attention import ATTENTION_KINDS, Attention
 from ..nn.beam_search import Hypothesis, SearchConfig, search, select_batch
 from ..nn.compiled import compiled_step, use_compiled
 from ..nn.recurrent import Recurrent, map_state
 from .base import CellSpec, RecurrentTask, cell_config, resolve_cell
+from .. import metrics
 
 EVAL_METRICS = ("sacrebleu", "tok_bleu", "rouge")
 SIGNATURE_LABELS = {"sacrebleu": "sacreBLEU", "tok_bleu": "tokenised BLEU (sacreBLEU)", "rouge": "ROUGE"}
@@ -529,8 +531,6 @@ class Seq2Seq(RecurrentTask):
         :attr:`metric_signatures`, and is printed and logged the first time it appears."""
         if not records:
             return {}
-        from .. import metrics
-
         _, hyp_corpus, hyp_text, ref_corpus, ref_text = map(list, zip(*records))
         scores: Dict[str, float] = {}
         signatures: Dict[str, str] = {}

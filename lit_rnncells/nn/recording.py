@@ -1,0 +1,90 @@
+"""Run a cell, or the ``Recurrent`` layer around it, while the cell records something per step: the plotting
+hooks :func:`composition_weights` (MuFuRU) and :func:`candidate_activations` (MZU).
+
+The cell appends one entry per step to the list its ``recording_*()`` context manager yields; this module runs
+the steps (the layer's own loop, :func:`~lit_rnncells.nn.recurrent.run_cell`) and returns the entries in input
+order, batch first, zero at padded steps (:mod:`lit_rnncells.cells.recording`).
+"""
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from typing import Callable, List, Optional, Tuple, Union
+
+import torch
+from torch import Tensor, nn
+
+from ..cells.base import RecurrentCell, State
+from ..cells.mufuru import MuFuRU
+from ..cells.mzu import MZU
+from ..cells.recording import Entry, cell_in, mask_padded, unreverse_steps
+from .recurrent import run_cell
+
+
+def composition_weights(module: nn.Module, x: Tensor, state: Optional[State] = None,
+                        lengths: Optional[Tensor] = None, *, layer: int = 0, direction: int = 0) -> Tensor:
+    """The op weights p (Weissenborn & Rocktäschel, arXiv:1606.03002, eq. 3) of every step: ``(B, T, l, H)``, ops in ``cell.ops`` order.
+
+    ``module`` is a :class:`~lit_rnncells.cells.mufuru.MuFuRU` cell (``x`` is then ``(B, T, input_size)``) or a ``Recurrent``
+    layer around one (``x`` as its ``forward`` takes it; ``layer`` and ``direction`` pick the cell).
+    Runs without gradients; padded steps give zeros. For plots like the paper's Figure 1b.
+    """
+    cell = cell_in(module, MuFuRU, "composition_weights", layer, direction)
+    return record_steps(module, cell, cell.recording_op_weights, x, state, lengths, direction)
+
+
+def candidate_activations(module: nn.Module, x: Tensor, state: Optional[State] = None,
+                          lengths: Optional[Tensor] = None, *, layer: int = 0, direction: int = 0
+                          ) -> Tuple[Tensor, Tensor]:
+    """The candidate activations h~ (Meng et al., AAAI 2020, eq. 2) and hidden states of every step:
+    ``(B, T, L + 1, d_h)`` (depth 0 is the MZU cell, 1 … L its transition depths) and ``(B, T, d_h)``.
+
+    ``module`` is an :class:`~lit_rnncells.cells.mzu.MZU` cell (``x`` is then ``(B, T, input_size)``) or a ``Recurrent``
+    layer around one (``x`` as its ``forward`` takes it; ``layer`` and ``direction`` pick the cell).
+    Runs without gradients; padded steps give zeros. For plots like the paper's Figure 3.
+    """
+    cell = cell_in(module, MZU, "candidate_activations", layer, direction)
+    candidates, states = record_steps(module, cell, cell.recording_candidates, x, state, lengths, direction)
+    return candidates, states
+
+
+def record_steps(module: nn.Module, cell: RecurrentCell,
+                 recording: Callable[[], AbstractContextManager[List[Entry]]], x: Tensor,
+                 state: Optional[State] = None, lengths: Optional[Tensor] = None, direction: int = 0
+                 ) -> Union[Tensor, Tuple[Tensor, ...]]:
+    """Run ``module`` (``cell`` itself, ``x`` batch first ``(B, T, input_size)``, or a ``Recurrent``
+    layer holding ``cell`` at ``direction``) without gradients inside ``recording()``, and return the
+    recorded entries stacked ``(B, T, ...)`` in input order (a tuple if the cell records tuples)."""
+    compiled = getattr(module, "compiled", False)
+    with torch.no_grad(), recording() as log:
+        if compiled:  # recording appends inside the step: run it eagerly (values are the same)
+            module.compiled = False
+        try:
+            _run_recorded(module, cell, x, state, lengths)
+        finally:
+            if compiled:
+                module.compiled = True
+    if not log:
+        raise ValueError("The input has no steps; pass at least one token.")
+    columns = list(zip(*log)) if isinstance(log[0], tuple) else [log]
+    out = []
+    for column in columns:
+        steps_first = torch.stack(list(column))  # (T, B, ...) in processing order
+        if direction == 1 and module is not cell:
+            steps_first = unreverse_steps(steps_first, lengths)
+        out.append(mask_padded(steps_first.transpose(0, 1), lengths))
+    return tuple(out) if isinstance(log[0], tuple) else out[0]
+
+
+def _run_recorded(module: nn.Module, cell: RecurrentCell, x: Tensor, state: Optional[State],
+                  lengths: Optional[Tensor]) -> None:
+    if module is not cell:
+        module(x, state, lengths)
+        return
+    steps = x.shape[1]
+    if state is None:
+        state = cell.initial_state(x.shape[0], device=x.device, dtype=x.dtype)
+    mask = None
+    if lengths is not None:
+        mask = torch.arange(steps, device=x.device).unsqueeze(1) < torch.as_tensor(
+            lengths, device=x.device).unsqueeze(0)
+    run_cell(cell, x.transpose(0, 1), state, mask)
