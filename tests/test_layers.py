@@ -16,7 +16,7 @@ PACKAGE = "lit_rnncells"
 
 LAYERS: List[Tuple[str, Tuple[str, ...]]] = [
     # Helpers that import nothing of the package above them: argument checks, paths, logging, metrics.
-    ("helpers", ("arguments", "paths", "quiet", "progress", "metrics", "loggers")),
+    ("helpers", ("arguments", "paths", "quiet", "progress", "metrics", "rouge155", "loggers")),
     ("cells", ("cells",)),
     # The package's own __init__ exports Recurrent; benchmark.py measures cells and the layer for scripts/.
     ("nn", ("nn", "", "benchmark")),
@@ -24,11 +24,11 @@ LAYERS: List[Tuple[str, Tuple[str, ...]]] = [
     ("tasks", ("tasks",)),
     # The training command (cli.main) and what only it uses: start checks, the run folder, callbacks, errors,
     # CPU defaults. Experiments run the training command, so they come after it.
-    ("cli", ("cli", "start_checks", "run_folder", "callbacks", "errors", "cpu_defaults")),
+    ("cli", ("cli", "start_checks", "run_folder", "callbacks", "errors", "cpu_defaults", "slurm_tasks")),
     ("experiments", ("experiments",)),
     ("analysis", ("analysis",)),
     # Entry points (python -m ...): nothing imports them.
-    ("entry points", ("__main__", "compare", "reproduce", "show_cpu_defaults", "analysis.__main__",
+    ("entry points", ("__main__", "compare", "reproduce", "leaderboard", "show_cpu_defaults", "analysis.__main__",
                       "data.__main__")),
 ]
 

@@ -26,7 +26,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 from ..paths import check_output_file, check_output_folder
 from . import compare as runner
 from .compare import Budget, CompareError, check_cell, compare
-from .compare.slurm_settings import add_slurm_options, slurm_launcher
+from .compare.launchers import slurm_launcher
+from .compare.slurm_settings import add_slurm_options
 from .leaderboard_page import TaskResult, write_page
 from .leaderboard_tasks import TASKS, Task
 

@@ -24,7 +24,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from ..paths import check_output_file, check_output_folder
 from . import paper_scale
 from .compare import CompareError, Interrupted, Launcher, LocalLauncher, compare
-from .compare.slurm_settings import add_slurm_options, slurm_launcher
+from .compare.launchers import slurm_launcher
+from .compare.slurm_settings import add_slurm_options
 from .report import CURVES_FILE, RESULT_FILE, curve_groups, plot_curves, row_of
 
 ROOT = Path(__file__).resolve().parents[2]

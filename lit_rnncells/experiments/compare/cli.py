@@ -11,7 +11,8 @@ from ... import run_folder
 from .child import child_main
 from .planning import CompareError
 from .runner import Interrupted
-from .slurm_settings import add_slurm_options, slurm_launcher
+from .launchers import slurm_launcher
+from .slurm_settings import add_slurm_options
 from .sweep import compare
 
 DESCRIPTION = ("Fair comparisons of cells on any task config: matched budgets and parameters, seeds, a grid, "

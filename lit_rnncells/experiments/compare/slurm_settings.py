@@ -180,19 +180,3 @@ def test_submission(settings: SlurmSettings) -> None:
         said = "; ".join(line.replace("sbatch: error: ", "") for line in proc.stderr.strip().splitlines()) or "no message"
         raise SlurmSettingsError(f"Slurm would refuse the runs' jobs ({said}); fix --partition / --time / --mem / "
                                  "--account / --gpus-per-run (or --slurm-config).")
-
-
-def slurm_launcher(args: argparse.Namespace, out: Path, log: Any = None) -> Any:
-    """The :class:`.slurm.SlurmLauncher` of ``--launcher slurm`` and its options, checked against the cluster;
-    the jobs an earlier submission into ``out`` (or a folder in it: reproduce's experiments) left queued or running
-    are waited for first."""
-    if getattr(args, "jobs", 1) != 1:
-        raise SlurmSettingsError("--jobs is for runs on this machine; with --launcher slurm every run is a job and "
-                                 "Slurm runs as many at once as the cluster allows: drop --jobs.")
-    settings = settings_from(args)
-    check_settings(settings)
-    test_submission(settings)
-    from .slurm import SlurmLauncher, wait_for_earlier_jobs
-
-    wait_for_earlier_jobs(out, log)
-    return SlurmLauncher(settings)
