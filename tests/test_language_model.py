@@ -245,6 +245,7 @@ def test_real_ptb_char_short_fit_lowers_bpc(data_dir: Path) -> None:
     assert float(t.callback_metrics["val/bpc"]) < before - 1.0
 
 
+@pytest.mark.data_fallback
 def test_cli_fit_then_predict_from_checkpoint(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     """configs/lm/ptb_char_gru_reference.yaml end to end (real PTB char when available, else a tiny copy)."""
     root = os.environ.get("LIT_RNNCELLS_DATA")
