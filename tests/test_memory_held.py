@@ -103,3 +103,25 @@ def test_the_count_sees_a_cycle_through_the_graph():
     for _ in range(5):
         step()
     assert live_tensors() - before == 5
+
+
+def test_mufuru_stepping_without_the_layers_list_holds_nothing_after_a_step():
+    """MuFuRU's ``stepping`` called without the layer's ``seen`` list (the steps then record their states
+    themselves) leaks nothing either."""
+    torch.manual_seed(0)
+    cell = CASES["MuFuRU"](INPUT, HIDDEN)
+    x = torch.randn(STEPS, BATCH, INPUT)
+
+    def step():
+        state = cell.initial_state(BATCH)
+        with cell.stepping(cell.project_input(x)) as x_proj:
+            for x_t in x_proj.unbind(0):
+                state = cell.step(x_t, state)
+        state.pow(2).sum().backward()
+
+    for _ in range(WARMUP):
+        step()
+    before = live_tensors()
+    for _ in range(WINDOW):
+        step()
+    assert live_tensors() <= before
