@@ -159,10 +159,12 @@ def report_fits(peaks: Dict[str, Dict[int, float]], args: argparse.Namespace) ->
     print("|---|---:|" + "---:|" * len(counts) + "---:|---:|---:|")
     for cell, p in peaks.items():
         growth = p[long] / p[short]
-        ratio = per_mac[cell] / base if base else float("nan")
         bars = f"{growth:.3f} ({'met' if growth <= GROWTH_BAR else 'MISSED'} ≤ {GROWTH_BAR})"
-        mac_bar = f"{ratio:.2f}×" + (f" ({'met' if ratio <= FIT_BAR else 'MISSED'} ≤ {FIT_BAR}×)"
-                                     if cell != "GRU" and base else "")
+        mac_bar = "n/a (no GRU fit)"
+        if base:
+            ratio = per_mac[cell] / base
+            mac_bar = f"{ratio:.2f}×" + (f" ({'met' if ratio <= FIT_BAR else 'MISSED'} ≤ {FIT_BAR}×)"
+                                         if cell != "GRU" else "")
         print(f"| {cell} | {macs[cell]:,} | " + " | ".join(f"{p[c]:.0f}" for c in counts)
               + f" | {bars} | {per_mac[cell] * 1e6:.1f} | {mac_bar} |")
 
