@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -51,6 +53,28 @@ def test_benchmarks_keep_freed_memory_on_glibc():
 def test_bench_memory_quick_measures_each_variant_in_its_own_process():
     out = run_script("scripts/bench_memory.py", "--quick", "--cells", "GRU", "CARU")
     assert "| torch.nn.GRU |" in out and "| CARU |" in out and "ratio to torch.nn.GRU" in out
+
+
+@pytest.mark.slow
+def test_bench_memory_fit_reports_peaks_growth_and_memory_per_mac(tmp_path):
+    """Four tiny PTB char fits through the command line (a tiny copy of the corpus)."""
+    from .test_language_model import ptb_char_corpus
+
+    folder = ptb_char_corpus(tmp_path / "ptb")
+    out = run_script("scripts/bench_memory.py", "--fit", "GRU", "MuFuRU", "--fit-steps", "0", "2", "--fit-hidden",
+                     "16", "--fit-embedding", "8", "--fit-batch", "2", "--fit-bptt", "10", "--data-dir", str(folder))
+    rows = {line.split("|")[1].strip(): line.split("|")[2:-1] for line in out.splitlines() if line.startswith("| ")}
+    assert rows["GRU"][0].strip() == "1,152"  # 3·16·8 input + 3·16·16 step multiply-adds per token
+    assert rows["GRU"][-1].strip() == "1.00×" and "≤ 1.3×" in rows["MuFuRU"][-1]
+    assert all(float(cells[1]) > 0 and float(cells[2]) >= float(cells[1]) * 0.9 for cells in
+               (rows["GRU"], rows["MuFuRU"]))  # peaks in MiB: a process that trained holds about as much
+
+
+def test_bench_memory_fit_without_data_says_where_to_point_it():
+    env = {k: v for k, v in os.environ.items() if k != "LIT_RNNCELLS_DATA"}
+    result = subprocess.run([sys.executable, "scripts/bench_memory.py", "--fit", "GRU"], cwd=ROOT, env=env,
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 1 and result.stderr.startswith("error: --fit trains on PTB char; set LIT_RNNCELLS_DATA")
 
 
 def test_bench_gpu_runs_on_cpu_at_tiny_sizes():

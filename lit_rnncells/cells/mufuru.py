@@ -146,10 +146,15 @@ class MuFuRU(RecurrentCell):
             return
         own = seen is None
         states: List[Tensor] = [] if own else seen  # type: ignore[assignment]
+        # The backward node keeps its own list, filled after the loop with the states detached: the states
+        # themselves hold the graph that holds the node, and a node keeping them was a reference cycle through
+        # autograd's C++ graph, which Python's collector cannot see, so every step's states leaked.
+        kept: List[Tensor] = []
         previous = self._loop_states, self._deferring
         self._loop_states, self._deferring = (states if own else None), True
         try:
-            yield _StateMapGradient.apply(x_proj, self.weight_hs, states, self.hidden_size)
+            yield _StateMapGradient.apply(x_proj, self.weight_hs, kept, self.hidden_size)
+            kept.extend(s.detach() for s in states)
         finally:
             self._loop_states, self._deferring = previous
 
@@ -213,6 +218,10 @@ class _StateMapGradient(torch.autograd.Function):
     dL/dW_hs = Σ_t g_tᵀ s_{t−1} is then one matmul over T·B rows, where autograd would run T
     matmuls over B rows, each writing (and adding) a full (l + 1)H × H gradient: at H = 512 those
     ran at a quarter of the matmul rate and took 40% of the training step.
+
+    ``states`` must hold the states detached (:meth:`MuFuRU.stepping` fills it after the loop): the
+    context keeps it, and a state with its graph would make a cycle (state → graph → this node → state)
+    that nothing frees.
     """
 
     @staticmethod
