@@ -123,6 +123,8 @@ class Recurrent(nn.Module):
         self._plans: Dict[str, List[Plan]] = {}
         self._said_compile = bool(compile) and backend is None  # the deprecated spelling, kept in the repr
         self.backend = check_backend(backend, compile)
+        if self.backend == "graphs":
+            check_cell(RecurrentCell, "graphs")  # before building cells: CUDA first
         if self.backend == "compiled":
             compile_mode()  # an unknown $LIT_RNNCELLS_COMPILE_MODE is refused here, before any training
         cells = []
