@@ -13,6 +13,12 @@
 #   decode, decode-graphs  scripts/bench_compile_decode.py (greedy and beam 5), both modes } LIT_RNNCELLS_DATA set
 #                 (fits-graphs runs the fixed-length PTB job only: CUDA graphs on the padded tasks measured 0.16x
 #                 eager and a time-out, docs/measured.md "On a GPU")
+#   whole-tests   tests/test_cuda_graphs.py: backend graphs (the whole time loop as one CUDA graph) equals the step
+#                 loop for every cell and a user's cell: outputs, state, aux, gradients; padded or not; 1 and 2
+#                 directions; two layers; no gradients; bf16 autocast; the capped cache of graphs
+#   whole-cells   scripts/bench_gpu.py --backends eager graphs: each cell's time and time per multiply-add ÷ cuDNN
+#                 GRU's, eager and as whole-loop graphs, capture time apart, peak memory after the capture
+# Each stage is sized to fit one command of 8 minutes on a bare GPU machine.
 # Each output is kept in OUT_DIR, which must be new.
 #
 #   bash scripts/gpu_check.sh [OUT_DIR [STAGE ...]]    # default: gpu_check-<date>-<time>, every stage
@@ -22,7 +28,7 @@
 #
 # docs/measured.md, "On a GPU", holds the last run's tables.
 set -u -o pipefail
-STAGES="tests cells cells-graphs scan padded fits fits-graphs decode decode-graphs"
+STAGES="tests cells cells-graphs scan padded fits fits-graphs decode decode-graphs whole-tests whole-cells"
 out=$(realpath -m "${1:-gpu_check-$(date +%Y%m%d-%H%M%S)}")
 shift $(( $# > 0 ? 1 : 0 ))
 wanted="${*:-$STAGES}"
@@ -62,6 +68,8 @@ for stage in $wanted; do
     fits-graphs) cmd="env $graphs python scripts/bench_compile_tasks.py --accelerator gpu --jobs ptb_satmzu_dt" ;;
     decode) cmd="python scripts/bench_compile_decode.py --device cuda" ;;
     decode-graphs) cmd="env $graphs python scripts/bench_compile_decode.py --device cuda" ;;
+    whole-tests) cmd="python -m pytest tests/test_cuda_graphs.py -m cuda -rs -q -p no:cacheprovider" ;;
+    whole-cells) cmd="python scripts/bench_gpu.py --backends eager graphs --repeats 5" ;;
   esac
   case "$stage" in
     fits*|decode*)

@@ -202,6 +202,9 @@ def describe(plan: Plan, detail: str = "") -> str:
     what = plan.backend
     if plan.backend == "fused" and plan.step == "loop" and not plan.packed:
         what += " (unpadded batches; padded ones the step loop)" if plan.device == "cpu" else ""
+    if plan.step == "graphs":
+        what += (" (whole sequence: one CUDA graph per batch size and length, a capped number kept; the DataModules'"
+                 " length_buckets bound the lengths)") if not plan.fused else " (the fused kernel where it applies)"
     if plan.note:
         what += f" ({plan.note})"
     if detail:

@@ -35,9 +35,11 @@ def _constant_while_training(state: State) -> bool:
 
 
 def run_loop(cell: RecurrentCell, x: Tensor, state: State, mask: Optional[Tensor], use_aux: bool,
-             keep_precision: bool, compiled_step: Optional[StepFn] = None) -> Tuple[Tensor, State, Optional[Tensor]]:
+             keep_precision: bool, compiled_step: Optional[StepFn] = None, projected: bool = False
+             ) -> Tuple[Tensor, State, Optional[Tensor]]:
     """The step loop of :func:`~lit_rnncells.nn.recurrent.run_cell`: eager, or each step through
-    ``compiled_step`` (:func:`~lit_rnncells.nn.compiled.compiled_step`'s function for the cell) when given."""
+    ``compiled_step`` (:func:`~lit_rnncells.nn.compiled.compiled_step`'s function for the cell) when given.
+    ``projected``: ``x`` is already ``cell.project_input`` of the input (the graphs backend hoists it)."""
     step, step_mask = _step, mask
     compiled = compiled_step is not None
     if compiled:
@@ -47,7 +49,7 @@ def run_loop(cell: RecurrentCell, x: Tensor, state: State, mask: Optional[Tensor
     states: List[State] = []
     seen: List[State] = []  # the state each step was fed, for cells' ``stepping`` blocks
     aux_total: Optional[Tensor] = None
-    with _stepping(cell, cell.project_input(x), seen) as x_proj:
+    with _stepping(cell, x if projected else cell.project_input(x), seen) as x_proj:
         for t, x_t in enumerate(x_proj.unbind(0)):
             seen.append(state)
             # A constant initial state (no gradient) would need a graph of its own for one step: run it eagerly.

@@ -14,6 +14,7 @@ from ..cells.base import CellFactory, RecurrentCell, State
 from ..cells.registry import get_cell
 from .backend import Plan, check_backend, check_cell, entry, resolve, say_choice
 from .compiled import compile_mode, compiled_calls, compiled_step, report_compiled_forward
+from .graphs import run_graphed
 from .loop import run_loop
 from .step import _as_dtype_of, _step, map_state  # map_state kept importable from here
 
@@ -61,6 +62,8 @@ def run_cell(cell: RecurrentCell, x: Tensor, state: State, mask: Optional[Tensor
                 return fused[0], fused[1], None
             # As from the step loop: outputs and state in the state's precision, not the kernel's half precision.
             return _as_dtype_of(fused[0], cell.output(state)), map_state(_as_dtype_of, fused[1], state), None
+    if plan.step == "graphs" and x.shape[0] > 0:
+        return run_graphed(cell, x, state, mask, use_aux, keep_precision)
     compiled = plan.step == "compiled" and x.shape[0] > 0
     return run_loop(cell, x, state, mask, use_aux, keep_precision, compiled_step(cell) if compiled else None)
 
