@@ -179,3 +179,33 @@ def test_the_layer_steps_one_cell_as_its_backend_runs_steps() -> None:
     want, want_aux = cell.step_with_aux(xp, state)
     torch.testing.assert_close(got, want)
     torch.testing.assert_close(aux, want_aux)
+
+
+@pytest.mark.parametrize("name", ["SatMZU", "LSTM", "MuFuRU"])
+def test_the_body_the_graphs_backend_captures_is_the_loop(name: str) -> None:
+    """What ``backend: graphs`` captures (``nn.graphs._WholeLoop``: the projection hoisted out, every step masked,
+    the aux loss always a tensor) gives the step loop's values and gradients; checked here on CPU, where no
+    capture runs (tests/test_cuda_graphs.py checks the captured graphs on a GPU)."""
+    from lit_rnncells.nn.graphs import _WholeLoop
+    from lit_rnncells.nn.recurrent import run_cell
+
+    torch.manual_seed(0)
+    cell = get_cell(name)(INPUT, HIDDEN)
+    x = torch.randn(5, 3, INPUT)
+    mask = torch.arange(5).unsqueeze(1) < torch.tensor([5, 2, 4]).unsqueeze(0)
+    state = cell.initial_state(3)
+    leaves = state if isinstance(state, tuple) else (state,)
+    want_out, want_state, want_aux = run_cell(cell, x, state, mask, want_aux=True,
+                                              plan=resolve(type(cell), "loop", "cpu"))
+    body = _WholeLoop(cell, isinstance(state, tuple), cell.has_aux_loss, False)
+    out, aux, *final = body(cell.project_input(x), mask, *leaves)
+    torch.testing.assert_close(out, want_out)
+    for a, b in zip(final, want_state if isinstance(want_state, tuple) else (want_state,)):
+        torch.testing.assert_close(a, b)
+    torch.testing.assert_close(aux, want_aux if want_aux is not None else torch.zeros(()))
+    want_grads = torch.autograd.grad(want_out.square().sum(), list(cell.parameters()), allow_unused=True)
+    grads = torch.autograd.grad(out.square().sum(), list(cell.parameters()), allow_unused=True)
+    for a, b in zip(grads, want_grads):
+        assert (a is None) == (b is None)
+        if a is not None:
+            torch.testing.assert_close(a, b)

@@ -88,9 +88,12 @@ def _graphed(cell: RecurrentCell, args: Tuple[Tensor, ...], tuple_state: bool, u
         _GRAPHS.popitem(last=False)
     torch.cuda.synchronize()
     before, started = torch.cuda.memory_reserved(), time.perf_counter()
-    loop = _WholeLoop(cell, tuple_state, use_aux, keep_precision)
+    loop = _WholeLoop(cell, tuple_state, use_aux, keep_precision).train(cell.training)
     if torch.is_grad_enabled():
-        fn = torch.cuda.make_graphed_callables(loop, args, allow_unused_input=True)
+        # Fresh tensors become the graph's static inputs (the real ones are copied in at each call), so the
+        # capture and its warm-up runs stay out of the caller's autograd graph.
+        sample = tuple(a.detach().clone().requires_grad_(a.requires_grad) for a in args)
+        fn = torch.cuda.make_graphed_callables(loop, sample, allow_unused_input=True)
     else:
         fn = _capture_forward(loop, args)
     torch.cuda.synchronize()
