@@ -43,8 +43,7 @@ from ..cells.base import RecurrentCell, State
 from ..nn.attention import ATTENTION_KINDS, Attention
 from ..nn.beam_search import Hypothesis, SearchConfig, search, select_batch
 from ..nn.backend import Plan, resolve
-from ..nn.recurrent import step_cell
-from ..nn.recurrent import Recurrent, map_state
+from ..nn.recurrent import Recurrent, map_state, step_cell
 from .base import CellSpec, RecurrentTask, cell_config, resolve_cell
 from .. import metrics
 
