@@ -101,3 +101,38 @@ def test_seq2seq_loss_and_gradients_are_the_same_padded_up_to_buckets(cell: str)
     assert results[0][1].keys() == results[1][1].keys()
     for name in results[0][1]:
         torch.testing.assert_close(results[1][1][name], results[0][1][name], msg=name)
+
+
+def test_the_translation_datamodule_pads_sources_and_targets_to_a_few_lengths(tmp_path, capsys) -> None:
+    """With ``length_buckets: 3`` every batch's source and target widths are among the buckets (from the training
+    lengths), the real tokens are those of the unbucketed batches, and the bucket lengths are printed once."""
+    from .test_translation_data import module, write_parallel
+
+    lines = [" ".join(["wort"] * n) for n in range(1, 41)]
+    folder = write_parallel(tmp_path / "b", {"train": (lines, lines), "valid": (lines[:9], lines[:9]),
+                                            "test": (lines[:5], lines[:5])})
+    plain = module(folder, batch_size=4, chunk_batches=10, subword_vocab_size=300)
+    bucketed = module(folder, batch_size=4, chunk_batches=10, subword_vocab_size=300, length_buckets=3)
+    widths = set()
+    for want, got in zip(plain.train_dataloader(), bucketed.train_dataloader()):
+        assert torch.equal(got["index"], want["index"])
+        for field in ("source", "target"):
+            assert torch.equal(got[f"{field}_lengths"], want[f"{field}_lengths"])
+            extra = got[field].shape[1] - want[field].shape[1]
+            assert extra >= 0 and torch.equal(got[field][:, :want[field].shape[1]], want[field])
+            assert not got[field][:, want[field].shape[1]:].any()  # only padding added
+            widths.add((field, got[field].shape[1]))
+    buckets = bucketed._length_buckets
+    assert len(buckets["source"]) == len(buckets["target"]) == 3
+    assert {w for f, w in widths if f == "source"} <= set(buckets["source"].lengths)
+    assert {w for f, w in widths if f == "target"} <= set(buckets["target"].lengths)
+    list(bucketed.val_dataloader())
+    out = capsys.readouterr().out
+    assert out.count("lit_rnncells: source: 3 length buckets") == 1 and out.count("target: 3 length buckets") == 1
+
+
+def test_a_negative_bucket_count_is_refused(tmp_path) -> None:
+    from .test_translation_data import module, write_parallel
+
+    with pytest.raises(ValueError, match="length_buckets"):
+        module(write_parallel(tmp_path / "c"), length_buckets=-1)
