@@ -90,15 +90,15 @@ def test_every_cpu_backend_gives_the_loops_values(name: str) -> None:
             _assert_same(want, _run(layer, x, lengths), atol=2e-5, rtol=1e-4)
 
 
-def test_the_choice_is_printed_once(capsys) -> None:
+def test_the_choice_is_printed_once_on_standard_error(capsys) -> None:
     layer = Recurrent("SatMZU", INPUT, HIDDEN, num_layers=2, batch_first=True)
     for _ in range(3):
         layer(torch.randn(2, 4, INPUT))
     Recurrent("SatMZU", INPUT, HIDDEN, batch_first=True)(torch.randn(2, 4, INPUT))
-    out = capsys.readouterr().out
+    out = capsys.readouterr().err
     assert out.count("recurrence: SatMZU on cpu: loop") == 1, out
     Recurrent("GRU", INPUT, HIDDEN, batch_first=True)(torch.randn(2, 4, INPUT))
-    assert capsys.readouterr().out.count("recurrence: GRU on cpu: fused") == 1
+    assert capsys.readouterr().err.count("recurrence: GRU on cpu: fused") == 1
 
 
 def test_the_environment_gives_the_default_and_never_overrides_a_config(monkeypatch) -> None:
@@ -118,7 +118,7 @@ def test_compile_true_is_backend_compiled_with_one_deprecation_line(capsys) -> N
 
     assert Recurrent("GRU", 2, 3, compile=True).backend == "compiled"
     assert LogicEvaluator(compile=True).rnn.backend == "compiled"
-    lines = [line for line in capsys.readouterr().out.splitlines() if "deprecated" in line]
+    lines = [line for line in capsys.readouterr().err.splitlines() if "deprecated" in line]
     assert lines == ["lit_rnncells: `compile: true` is deprecated and goes in the next release; use "
                      "`backend: compiled` (--model.init_args.backend compiled)"]
     with pytest.raises(ValueError, match="compile=True and backend='loop' disagree"):

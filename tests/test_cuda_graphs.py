@@ -90,7 +90,7 @@ def test_the_cache_of_graphs_is_capped_and_counted(monkeypatch, capsys) -> None:
         graphed(torch.randn(2, steps, INPUT, device="cuda"))[0].sum().backward()
     stats = graphs.graph_stats()
     assert stats["graphs"] == 2 and stats["bytes"] >= 0
-    out = capsys.readouterr().out
+    out = capsys.readouterr().err
     assert out.count("recurrence graphs: captured SatMZU") == 8  # two layers x four lengths
     assert "held (at most 2)" in out and "MiB" in out
 
@@ -100,4 +100,4 @@ def test_the_choice_is_printed_with_the_whole_sequence(capsys) -> None:
 
     backend._said.discard("plan SatMZU cuda graphs")
     Recurrent("SatMZU", INPUT, HIDDEN, backend="graphs").cuda()(torch.randn(4, 2, INPUT, device="cuda"))
-    assert "recurrence: SatMZU on cuda: graphs (whole sequence" in capsys.readouterr().out
+    assert "recurrence: SatMZU on cuda: graphs (whole sequence" in capsys.readouterr().err

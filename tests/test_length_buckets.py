@@ -43,7 +43,7 @@ def test_the_mixin_builds_each_fields_buckets_once_and_says_how_many(capsys) -> 
     lengths = lambda: calls.append(1) or list(range(1, 31))
     assert data.buckets("source", lengths).lengths == (10, 20, 30)
     assert data.buckets("source", lengths) is data.buckets("source", lengths) and len(calls) == 1
-    assert capsys.readouterr().out == "lit_rnncells: source: 3 length buckets (10, 20, 30)\n"
+    assert capsys.readouterr().err == "lit_rnncells: source: 3 length buckets (10, 20, 30)\n"
     off = Data()
     off.length_buckets = 0
     assert off.buckets("source", lengths) is None
@@ -127,7 +127,7 @@ def test_the_translation_datamodule_pads_sources_and_targets_to_a_few_lengths(tm
     assert {w for f, w in widths if f == "source"} <= set(buckets["source"].lengths)
     assert {w for f, w in widths if f == "target"} <= set(buckets["target"].lengths)
     list(bucketed.val_dataloader())
-    out = capsys.readouterr().out
+    out = capsys.readouterr().err
     assert out.count("lit_rnncells: source: 3 length buckets") == 1 and out.count("target: 3 length buckets") == 1
 
 

@@ -9,6 +9,7 @@ checkpoint and a resumed run continues with exactly the batches it would have se
 """
 from __future__ import annotations
 
+import sys
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -67,7 +68,7 @@ class LengthBucketsMixin:
         store = self.__dict__.setdefault("_length_buckets", {})
         if field not in store:
             store[field] = LengthBuckets(training_lengths(), self.length_buckets)
-            print(f"lit_rnncells: {field}: {store[field]}", flush=True)
+            print(f"lit_rnncells: {field}: {store[field]}", file=sys.stderr, flush=True)  # stdout: predictions
         return store[field]
 
 

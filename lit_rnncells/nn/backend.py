@@ -20,6 +20,7 @@ default where no config names a backend; it never overrides one.
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass
 from typing import Dict, Optional, Set, Tuple
 
@@ -213,10 +214,10 @@ def describe(plan: Plan, detail: str = "") -> str:
 
 
 def say_once(key: str, line: str) -> None:
-    """Print ``line`` once per process (``key`` names it)."""
+    """Print ``line`` once per process (``key`` names it), to standard error: predictions keep standard output."""
     if key not in _said:
         _said.add(key)
-        print(line, flush=True)
+        print(line, file=sys.stderr, flush=True)
 
 
 def say_choice(plan: Plan, detail: str = "") -> None:

@@ -15,6 +15,7 @@ of a weight each step, does not suit it).
 """
 from __future__ import annotations
 
+import sys
 import time
 from collections import OrderedDict
 from typing import Callable, Dict, Optional, Tuple
@@ -102,7 +103,7 @@ def _graphed(cell: RecurrentCell, args: Tuple[Tensor, ...], tuple_state: bool, u
     print(f"recurrence graphs: captured {type(cell).__name__} at batch {args[0].shape[1]}, length "
           f"{args[0].shape[0]}{'' if torch.is_grad_enabled() else ', no gradients'} in "
           f"{time.perf_counter() - started:.1f} s; {len(_GRAPHS)} held (at most {MAX_GRAPHS}), "
-          f"{sum(h for _, h in _GRAPHS.values()) / 2**20:.0f} MiB", flush=True)
+          f"{sum(h for _, h in _GRAPHS.values()) / 2**20:.0f} MiB", file=sys.stderr, flush=True)
     return fn
 
 
