@@ -121,11 +121,11 @@ def compile_mode_header() -> str:
 
 def compiled_twin(cell: Union[str, CellFactory], input_size: int, hidden_size: int,
                   x: torch.Tensor) -> Tuple[torch.nn.Module, torch.nn.Module, float]:
-    """A batch-first ``Recurrent`` around ``cell`` (a name or factory) on ``x``'s device, its ``compile=True``
+    """A batch-first ``Recurrent`` around ``cell`` (a name or factory) on ``x``'s device, its ``backend='compiled'``
     twin with the same weights, and the seconds the twin's first two training steps on ``x`` took (the
     forward and backward graphs, then the dynamic-batch one if any: mostly compiling)."""
     eager = Recurrent(cell, input_size, hidden_size, batch_first=True).to(x.device)
-    compiled = Recurrent(cell, input_size, hidden_size, batch_first=True, compile=True).to(x.device)
+    compiled = Recurrent(cell, input_size, hidden_size, batch_first=True, backend="compiled").to(x.device)
     compiled.load_state_dict(eager.state_dict())
     start = time.perf_counter()
     for _ in range(2):

@@ -53,6 +53,7 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence
 
+from lit_rnncells.nn.backend import let_compile
 from lit_rnncells.benchmark import (SYSTEM_MALLOC_HELP, allocator_setting, compiled_twin, input_macs, interleaved_times,
                                    markdown_table, round_robin, step_macs, train_step)
 from lit_rnncells.cells import available_cells, get_cell
@@ -309,7 +310,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--compile", action="store_true", help="only the compiled ÷ eager table")
     parser.add_argument("--threads", type=int, default=1, help="torch threads for --compile (default 1)")
     parser.add_argument("--force-compile", action="store_true",
-                        help="with --compile: also compile the cells marked compile_on_cpu = False")
+                        help="with --compile: also compile the cells the backend table keeps eager on CPU")
     parser.add_argument("--parameter-gradients", action="store_true",
                         help="with --compile: the share of each training step the parameter gradients take, "
                              "eager and compiled (the step beside the same step with the parameters frozen)")
@@ -330,9 +331,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.compile:
         torch.set_num_threads(args.threads)
         cells = args.cells or [n for n in available_cells() if default_constructible(n)] + list(COMPILE_EXTRA)
-        if args.force_compile:  # the cells left eager on CPU (compile_on_cpu = False) compile too
+        if args.force_compile:  # the cells left eager on CPU (the backend table's compiled_pays False) compile too
             for n in available_cells():
-                get_cell(n).compile_on_cpu = True
+                let_compile(get_cell(n), "cpu")
         repeats = 1 if args.quick else args.repeats
         malloc = allocator_setting(args.system_malloc)
         print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s); forward+backward, {repeats} "

@@ -30,6 +30,7 @@ from typing import Any, Dict, List, Sequence
 
 import torch
 
+from lit_rnncells.nn.backend import let_compile
 from lit_rnncells.benchmark import RowCounter, compile_mode_header, interleaved_times, seconds
 from lit_rnncells.cells import get_cell
 from lit_rnncells.cells.registry import UnknownCellError
@@ -133,7 +134,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--device", default="cpu", help="cpu (default), cuda, cuda:1, ...")
     parser.add_argument("--seed", type=int, default=0, help="seeds the order within each round")
     parser.add_argument("--force-compile", action="store_true",
-                        help="also compile the cells marked compile_on_cpu = False")
+                        help="also compile the cells the backend table keeps eager on CPU")
     parser.add_argument("--quick", action="store_true", help="tiny sizes, 8 sentences, 1 round")
     args = parser.parse_args(argv)
     data_dir = os.environ.get("LIT_RNNCELLS_DATA")
@@ -153,7 +154,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     torch.set_num_threads(args.threads)
     if args.force_compile:
         for name in args.cells:
-            get_cell(name).compile_on_cpu = True
+            let_compile(get_cell(name), "cpu")
     if torch.device(args.device).type == "cuda" and not torch.cuda.is_available():
         print(f"error: --device {args.device} needs a CUDA device and torch sees none; use --device cpu.",
               file=sys.stderr)

@@ -1,4 +1,5 @@
-"""End to end: training steps per second with ``--model.init_args.compile true`` ÷ without, same run.
+"""End to end: training steps per second with ``--model.init_args.backend compiled`` (or ``--backend graphs``) ÷
+the eager baseline (``EAGER``), same run.
 
 Each job is a real ``fit`` through the command line (data, model, optimiser) on a shipped config,
 at reduced sizes unless ``--full``, for ``--steps`` training batches without validation. The eager
@@ -11,6 +12,7 @@ rounds reuse the compiled graphs) is printed apart. Needs ``$LIT_RNNCELLS_DATA``
     python scripts/bench_compile_tasks.py --jobs ptb_gru --steps 20 --rounds 3
     python scripts/bench_compile_tasks.py --quick               # tiny sizes, checks the script runs
     LIT_RNNCELLS_COMPILE_MODE=reduce-overhead python scripts/bench_compile_tasks.py --accelerator gpu
+    python scripts/bench_compile_tasks.py --accelerator gpu --backend graphs --length-buckets 4
 
 Jobs: PTB char LM with satMZU+DT and with GRU, Multi30k De-En GRU seq2seq (teacher-forced training),
 IMDB CARU document classifier.
@@ -64,12 +66,16 @@ REDUCED = {
     "imdb_caru": ["--config", "configs/classification/imdb_caru.yaml", "--data.init_args.batch_size", "32",
                   "--model.init_args.pretrained_embeddings", "null"],
 }
+EAGER = {"ptb_satmzu_dt": "loop", "ptb_gru": "auto", "multi30k_gru": "auto", "imdb_caru": "loop"}
+"""The baseline's backend per job: what ran without ``compile`` before the backend option (the fused kernel for
+GRU, which ``auto`` keeps; the eager loop for the others, where ``auto`` may compile on a GPU)."""
+PADDED = ("multi30k_gru", "imdb_caru")
 QUICK_SIZES = ["--model.init_args.hidden_size", "16", "--model.init_args.embedding_size", "16",
                "--data.init_args.batch_size", "4"]
 
 
 def fit_args(job: str, full: bool, quick: bool, steps: int, root: Path, compiled: bool, key: str,
-             accelerator: str = "cpu") -> List[str]:
+             accelerator: str = "cpu", backend: str = "compiled", buckets: int = 0) -> List[str]:
     args = ["fit", *REDUCED[job]]
     if full:
         args = ["fit", *REDUCED[job][:2]]
@@ -77,7 +83,9 @@ def fit_args(job: str, full: bool, quick: bool, steps: int, root: Path, compiled
         args += QUICK_SIZES
     if job == "multi30k_gru" or job == "imdb_caru":
         args += ["--data.init_args.cache_dir", str(root / "cache")]
-    args += ["--model.init_args.compile", "true" if compiled else "false",
+    if compiled and buckets and job in PADDED:
+        args += ["--data.init_args.length_buckets", str(buckets)]
+    args += ["--model.init_args.backend", backend if compiled else EAGER[job],
              "--model.init_args.lr_scheduler", "null",  # no validation here, so nothing for a plateau scheduler
              "--trainer.max_steps", str(steps), "--trainer.limit_train_batches", str(steps),
              "--trainer.limit_val_batches", "0", "--trainer.num_sanity_val_steps", "0",
@@ -95,7 +103,8 @@ def run_job(job: str, args: argparse.Namespace, root: Path) -> dict:
     for r in range(args.rounds):
         for compiled in (False, True):
             key = f"{job}/{'compiled' if compiled else 'eager'}/{r}"
-            code = run(fit_args(job, args.full, args.quick, args.steps, root, compiled, key, args.accelerator))
+            code = run(fit_args(job, args.full, args.quick, args.steps, root, compiled, key, args.accelerator,
+                                args.backend, args.length_buckets))
             if code != 0:
                 raise SystemExit(f"error: the {key} fit exited with {code}; see its message above")
     steady = {mode: [t for r in range(args.rounds) for t in TIMES[f"{job}/{mode}/{r}"][args.warmup:]]
@@ -122,6 +131,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--warmup", type=int, default=3, help="first steps of each fit left out of the timing")
     parser.add_argument("--rounds", type=int, default=2, help="eager/compiled fits, alternating")
     parser.add_argument("--full", action="store_true", help="the configs' own sizes")
+    parser.add_argument("--backend", default="compiled", choices=["compiled", "graphs"],
+                        help="the compared fits' backend (the baseline's: EAGER); graphs needs --accelerator gpu")
+    parser.add_argument("--length-buckets", type=int, default=0,
+                        help="with it, the compared fits of the padded jobs pad to this many length buckets")
     parser.add_argument("--quick", action="store_true", help="tiny sizes, 4 steps, 1 round")
     parser.add_argument("--accelerator", default="cpu", choices=["cpu", "gpu"],
                         help="where the fits run (gpu: one CUDA device); the compile mode is "

@@ -13,6 +13,10 @@ graphs' memory pool, allocated while recording, before the peak is reset: not co
     python scripts/bench_gpu.py --cells SatMZU GRU --repeats 20
     python scripts/bench_gpu.py --device cpu --tiny     # tiny sizes on CPU: checks the script runs
     LIT_RNNCELLS_COMPILE_MODE=reduce-overhead python scripts/bench_gpu.py   # the compiled step as CUDA graphs
+    python scripts/bench_gpu.py --backends eager graphs  # the whole loop as one CUDA graph (backend graphs)
+
+The graphs rows' capture time (first call) is apart from the timing, and their peak memory is measured after
+the capture, so it includes nothing of the capture itself but the graphs' own pool is counted while it is in use.
 
 Sizes (B, T, I, H): the MZU cells and GRU+DT as in the MZU paper's PTB-char setting (shared deep
 transition L = 1, batch 128 of the config's 256 to fit beside the others), CARU and MGU as in the
@@ -22,8 +26,10 @@ setting, the classic cells at a common LM size.
 from __future__ import annotations
 
 import argparse
+import copy
 import statistics
 import sys
+import time
 from functools import partial
 from typing import Callable, Dict, List, Sequence, Tuple
 
@@ -61,32 +67,43 @@ def peak_memory_mb(fn: Callable[[], None], device: torch.device) -> float:
     return torch.cuda.max_memory_allocated(device) / 2 ** 20
 
 
-def bench_cell(name: str, factory: Callable, size: Size, device: torch.device, repeats: int) -> List[dict]:
+def bench_cell(name: str, factory: Callable, size: Size, device: torch.device, repeats: int,
+               modes: Sequence[str] = ("eager", "compiled")) -> List[dict]:
     batch, steps, inp, hidden = size
     torch.manual_seed(0)
     x = torch.randn(batch, steps, inp, device=device)
     gru = nn.GRU(inp, hidden, batch_first=True).to(device)
     eager, compiled, compile_s = compiled_twin(factory, inp, hidden, x)
     jobs = {"gru": train_step(gru, x), "eager": train_step(eager, x), "compiled": train_step(compiled, x)}
+    setup_s = {"eager": float("nan"), "compiled": compile_s}
+    if "graphs" in modes:  # the whole loop as CUDA graphs: captured on the first call, timed apart
+        graphed = copy.deepcopy(eager)
+        graphed.backend = "graphs"
+        jobs["graphs"] = train_step(graphed, x)
+        started = time.perf_counter()
+        jobs["graphs"]()
+        torch.cuda.synchronize(device)
+        setup_s["graphs"] = time.perf_counter() - started
+    jobs = {k: v for k, v in jobs.items() if k == "gru" or k in modes}
     times = interleaved_times(jobs, repeats)
     cell = eager.cell().cpu()
     macs = input_macs(cell) + step_macs(cell)
     eager.to(device)
     gru_macs = 3 * hidden * (inp + hidden)
     rows = []
-    for mode in ("eager", "compiled"):
+    for mode in modes:
         ratio = statistics.median([t / g for t, g in zip(times[mode], times["gru"])])
         rows.append({"cell": name, "mode": mode, "size": f"B{batch} T{steps} I{inp} H{hidden}",
                      "ms_per_step": statistics.median(times[mode]) / steps * 1e3, "vs_cudnn_gru": ratio,
                      "macs": macs, "time_per_mac": ratio / (macs / gru_macs),
                      "peak_mb": peak_memory_mb(jobs[mode], device),
-                     "compile_s": compile_s if mode == "compiled" else float("nan")})
+                     "compile_s": setup_s[mode]})
     return rows
 
 
 def format_rows(rows: Sequence[dict], baseline: str) -> str:
     out = [f"| cell | mode | size | ms / step | time ÷ {baseline} | MACs/token | time ratio ÷ MAC ratio | "
-           "peak MiB | compile s |", "|---|---|---|---:|---:|---:|---:|---:|---:|"]
+           "peak MiB | compile / capture s |", "|---|---|---|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         peak = "n/a" if r["peak_mb"] != r["peak_mb"] else f"{r['peak_mb']:,.0f}"
         comp = "" if r["compile_s"] != r["compile_s"] else f"{r['compile_s']:.1f}"
@@ -101,11 +118,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--device", default="cuda", help="cuda (default), cuda:1, cpu, ...")
     parser.add_argument("--cells", nargs="+", default=list(CELLS), choices=list(CELLS))
     parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--backends", nargs="+", default=["eager", "compiled"], choices=["eager", "compiled", "graphs"],
+                        help="what to time beside cuDNN's GRU: eager (the layer's auto backend), compiled, graphs "
+                             "(the whole loop as CUDA graphs; CUDA only); default eager compiled")
     parser.add_argument("--tiny", action="store_true", help=f"every cell at B, T, I, H = {TINY}, 1 round")
     args = parser.parse_args(argv)
     device = torch.device(args.device)
     if device.type == "cuda" and not torch.cuda.is_available():
         print("error: no CUDA device is visible to torch; pass --device cpu to run on the CPU", file=sys.stderr)
+        return 2
+    if "graphs" in args.backends and device.type != "cuda":
+        print("error: --backends graphs needs a CUDA device; drop graphs or use --device cuda", file=sys.stderr)
         return 2
     mode = compile_mode_header()  # or one error line and exit 2
     repeats = 1 if args.tiny else args.repeats
@@ -115,8 +138,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     rows = []
     for name in args.cells:
         factory, size = CELLS[name]
-        rows += bench_cell(name, factory, TINY if args.tiny else size, device, repeats)
-        print(format_rows(rows[-2:], baseline).split("\n", 2)[2], flush=True)
+        rows += bench_cell(name, factory, TINY if args.tiny else size, device, repeats, args.backends)
+        print(format_rows(rows[-len(args.backends):], baseline).split("\n", 2)[2], flush=True)
     print("\n" + format_rows(rows, baseline))
     return 0
 

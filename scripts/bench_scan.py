@@ -28,6 +28,7 @@ from typing import Callable, Dict, Sequence, Tuple
 import torch
 from torch import Tensor, nn
 
+from lit_rnncells.nn.backend import let_compile
 from lit_rnncells.benchmark import compiled_twin, interleaved_times, markdown_table, train_step
 from lit_rnncells.cells import get_cell
 from lit_rnncells.cells.base import RecurrentCell, State
@@ -105,7 +106,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     torch._dynamo.config.capture_scalar_outputs = True
     torch._dynamo.config.recompile_limit = 64  # one graph per cell and batch size, all on the one ``_loop`` code
     for name in args.cells:
-        get_cell(name).compile_on_cpu = True  # the compiled-step column compiles every cell
+        let_compile(get_cell(name), "cpu")  # the compiled-step column compiles every cell
     size = (6, 8, 8) if args.quick else (100, 128, 256)
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         raise SystemExit("error: --device cuda needs a CUDA GPU and a CUDA build of torch; none is visible here")

@@ -18,6 +18,14 @@
 #                 GPU, the whole command within 8 minutes (with LIT_RNNCELLS_DATA set); the report, runs.csv and
 #                 curves go to OUT_DIR/reproduce-paper, the checkpoints stay in runs/reproduce-paper (running the
 #                 stage again goes on from them)
+#   whole-tests   tests/test_cuda_graphs.py: backend graphs (the whole time loop as one CUDA graph) equals the step
+#                 loop for every cell and a user's cell: outputs, state, aux, gradients; padded or not; 1 and 2
+#                 directions; two layers; no gradients; bf16 autocast; the capped cache of graphs
+#   whole-fits    scripts/bench_compile_tasks.py --backend graphs --length-buckets 4 (LIT_RNNCELLS_DATA set):
+#                 tokens/s of PTB char satMZU+DT and GRU, Multi30k GRU, IMDB CARU, whole-loop graphs ÷ eager
+#   whole-cells   scripts/bench_gpu.py --backends eager graphs: each cell's time and time per multiply-add ÷ cuDNN
+#                 GRU's, eager and as whole-loop graphs, capture time apart, peak memory after the capture
+# Each stage is sized to fit one command of 8 minutes on a bare GPU machine.
 # Each output is kept in OUT_DIR, which must be new.
 #
 #   bash scripts/gpu_check.sh [OUT_DIR [STAGE ...]]    # default: gpu_check-<date>-<time>, every stage
@@ -27,7 +35,7 @@
 #
 # docs/measured.md, "On a GPU", holds the last run's tables.
 set -u -o pipefail
-STAGES="tests cells cells-graphs scan padded fits fits-graphs decode decode-graphs reproduce-paper"
+STAGES="tests cells cells-graphs scan padded fits fits-graphs decode decode-graphs whole-tests whole-cells whole-fits reproduce-paper"
 out=$(realpath -m "${1:-gpu_check-$(date +%Y%m%d-%H%M%S)}")
 shift $(( $# > 0 ? 1 : 0 ))
 wanted="${*:-$STAGES}"
@@ -68,9 +76,12 @@ for stage in $wanted; do
     decode) cmd="python scripts/bench_compile_decode.py --device cuda" ;;
     decode-graphs) cmd="env $graphs python scripts/bench_compile_decode.py --device cuda" ;;
     reproduce-paper) cmd="python -m lit_rnncells.reproduce mzu --scale paper --experiments ptb_char --total-minutes 8 --out runs/reproduce-paper --results $out/reproduce-paper" ;;
+    whole-tests) cmd="python -m pytest tests/test_cuda_graphs.py -m cuda -rs -q -p no:cacheprovider" ;;
+    whole-cells) cmd="python scripts/bench_gpu.py --backends eager graphs --repeats 5" ;;
+    whole-fits) cmd="python scripts/bench_compile_tasks.py --accelerator gpu --backend graphs --length-buckets 4 --steps 12 --warmup 4 --rounds 1" ;;
   esac
   case "$stage" in
-    fits*|decode*|reproduce-paper)
+    fits*|decode*|whole-fits|reproduce-paper)
       if [ -z "${LIT_RNNCELLS_DATA:-}" ]; then
         echo "gpu_check: $stage skipped: set LIT_RNNCELLS_DATA to the data folder" | tee "$out/$stage.txt"
         continue

@@ -15,6 +15,7 @@ from torch.nn import functional as F
 
 from lit_rnncells.cells import available_cells, get_cell, registry
 from lit_rnncells.nn import Recurrent
+from lit_rnncells.nn import backend
 from lit_rnncells.nn.compiled import compiled_graph_count
 
 from .cell_cases import cell_cases
@@ -22,15 +23,21 @@ from .test_readme import python_block_after
 
 CASES = cell_cases()
 INPUT, HIDDEN = 3, 8
-CPU_EAGER = [get_cell(n) for n in available_cells() if not get_cell(n).compile_on_cpu]
+CPU_EAGER = [get_cell(n) for n in available_cells() if not backend.entry(get_cell(n), "cpu").compiled_pays]
+
+
+def set_compiled_pays(monkeypatch, cls: type, device_type: str, value: bool) -> None:
+    """Set the backend table's ``compiled_pays`` for ``cls`` on ``device_type`` for one test."""
+    row = backend.entry(cls, device_type)
+    monkeypatch.setitem(backend.TABLE, (cls.__name__, device_type), backend.Entry(row.auto, value))
 
 
 @pytest.fixture(autouse=True)
 def compile_every_cell(monkeypatch):
-    """The cells left eager on CPU for speed (``compile_on_cpu = False``) compile here, so their compiled
-    step is tested too (on a GPU they always compile)."""
+    """The cells left eager on CPU for speed (the backend table's ``compiled_pays`` False) compile here, so
+    their compiled step is tested too."""
     for cls in CPU_EAGER:
-        monkeypatch.setattr(cls, "compile_on_cpu", True)
+        set_compiled_pays(monkeypatch, cls, "cpu", True)
 
 
 def _leaves(state) -> Tuple[torch.Tensor, ...]:
@@ -175,10 +182,10 @@ def test_task_and_cli_option_reach_the_layer() -> None:
 
 
 def test_cells_marked_eager_on_cpu_do_not_compile_there(monkeypatch) -> None:
-    """GRU (``compile_on_cpu = False``) runs its eager step on CPU even with ``compile=True``."""
+    """GRU (``compiled_pays`` False on CPU) runs its eager step on CPU even with ``compile=True``."""
     from lit_rnncells.cells import GRU
 
-    monkeypatch.setattr(GRU, "compile_on_cpu", False)
+    set_compiled_pays(monkeypatch, GRU, "cpu", False)
     before = compiled_graph_count(GRU)
     layer = Recurrent("GRU", INPUT, HIDDEN, batch_first=True, compile=True)
     layer(torch.randn(2, 3, INPUT), lengths=torch.tensor([3, 1]))[0].sum().backward()
@@ -187,7 +194,7 @@ def test_cells_marked_eager_on_cpu_do_not_compile_there(monkeypatch) -> None:
 
 
 def test_each_device_follows_its_own_rule(monkeypatch) -> None:
-    """``compile_on_cpu`` decides on CPU, ``compile_on_cuda`` on a CUDA device (Elman and GRU stay eager on both,
+    """The backend table's ``compiled_pays`` decides on CPU and on a CUDA device (Elman and GRU stay eager on both,
     as measured); other devices always compile. Decided from the device alone, so no GPU is needed here (this
     module's fixture lets every cell compile on CPU)."""
     from lit_rnncells.cells import CARU, Elman, SatMZU
@@ -197,10 +204,11 @@ def test_each_device_follows_its_own_rule(monkeypatch) -> None:
     cuda, cpu = torch.device("cuda"), torch.device("cpu")
     assert not use_compiled(elman, cuda) and use_compiled(caru, cuda) and use_compiled(satmzu, cuda)
     assert use_compiled(elman, cpu)  # the fixture's setting
-    monkeypatch.setattr(Elman, "compile_on_cpu", False)
+    set_compiled_pays(monkeypatch, Elman, "cpu", False)
     assert not use_compiled(elman, cpu) and use_compiled(satmzu, cpu)
     assert use_compiled(elman, torch.device("mps"))
-    assert [c.__name__ for c in map(get_cell, available_cells()) if not c.compile_on_cuda] == ["Elman", "GRU"]
+    assert [c.__name__ for c in map(get_cell, available_cells()) 
+            if not backend.entry(c, "cuda").compiled_pays] == ["Elman", "GRU"]
 
 
 def test_compile_mode_comes_from_the_environment_and_keys_the_graphs(monkeypatch) -> None:
@@ -306,7 +314,7 @@ def test_the_compile_time_is_said_once_and_an_eager_step_is_named_not_timed(monk
     from lit_rnncells.nn import compiled
 
     monkeypatch.setattr(compiled, "_reported", set())
-    monkeypatch.setattr(GRU, "compile_on_cpu", False)
+    set_compiled_pays(monkeypatch, GRU, "cpu", False)
     x = torch.randn(2, 3, INPUT)
     gru = Recurrent("GRU", INPUT, HIDDEN, batch_first=True, compile=True)
     for _ in range(2):

@@ -17,7 +17,7 @@ from lit_rnncells.nn import Recurrent
 from lit_rnncells.nn.compiled import MODE_VARIABLE
 
 from .cell_cases import cell_cases
-from .test_compiled import INPUT, HIDDEN, _assert_same, _run
+from .test_compiled import INPUT, HIDDEN, _assert_same, _run, set_compiled_pays
 
 CASES = cell_cases()
 NO_GPU = "needs a CUDA device; torch.cuda.is_available() is False on this machine"
@@ -26,10 +26,10 @@ pytestmark = [pytest.mark.cuda, pytest.mark.skipif(not torch.cuda.is_available()
 
 @pytest.fixture(autouse=True)
 def compile_every_cell_on_cuda(monkeypatch):
-    """Elman keeps its eager step on CUDA for speed (``compile_on_cuda = False``); it compiles here, so its
-    compiled step is tested on CUDA too."""
+    """Elman and GRU keep their eager step on CUDA for speed (the backend table's ``compiled_pays`` False); they
+    compile here, so their compiled step is tested on CUDA too."""
     for name in available_cells():
-        monkeypatch.setattr(get_cell(name), "compile_on_cuda", True)
+        set_compiled_pays(monkeypatch, get_cell(name), "cuda", True)
 
 
 @pytest.fixture(autouse=True)
@@ -120,7 +120,7 @@ def _assert_cuda_equals_cpu(name: str, compiled: bool) -> None:
 @pytest.mark.parametrize("padded", [False, True], ids=["unpadded", "padded"])
 @pytest.mark.parametrize("name", ["LSTM", "GRU", "Elman"])
 def test_fused_cells_run_through_cudnn(name: str, padded: bool) -> None:
-    """Unpadded batches, and padded ones as packed sequences (``PACKED_KERNEL_DEVICES``), run cuDNN's kernel;
+    """Unpadded batches, and padded ones as packed sequences (``backend.FUSED_PACKED_DEVICES``), run cuDNN's kernel;
     ``_assert_cuda_equals_cpu`` checks their values against the CPU's step loop."""
     layer = Recurrent(name, INPUT, HIDDEN, batch_first=True).cuda()
     x = torch.randn(4, 6, INPUT, device="cuda")

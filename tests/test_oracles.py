@@ -156,10 +156,10 @@ def test_fused_kernel_takes_padded_batches_packed(name: str, monkeypatch):
     each final state at its last real step, gradients as the step loop's (which runs when no lengths are
     given, or when a sequence is empty). The layer does this on CUDA only; here CPU is let in to check it."""
     from lit_rnncells.cells import get_cell
-    from lit_rnncells.nn import recurrent
+    from lit_rnncells.nn import backend
     from lit_rnncells.nn.recurrent import run_cell
 
-    monkeypatch.setattr(recurrent, "PACKED_KERNEL_DEVICES", ("cpu", "cuda"))
+    monkeypatch.setattr(backend, "FUSED_PACKED_DEVICES", ("cpu", "cuda"))
 
     cell = get_cell(name)(5, 7)
     x = torch.randn(6, 4, 5)
@@ -206,9 +206,9 @@ def test_padded_batches_take_the_step_loop_on_cpu(name: str):
 def test_fused_kernel_under_autocast_gives_the_step_loops_precision(name: str, monkeypatch):
     """Under autocast the fused kernel computes in bf16, but its outputs and state come back in the state's
     float32, as the step loop's do, unpadded and packed alike (a later layer or loss sees one dtype)."""
-    from lit_rnncells.nn import Recurrent, recurrent
+    from lit_rnncells.nn import Recurrent, backend
 
-    monkeypatch.setattr(recurrent, "PACKED_KERNEL_DEVICES", ("cpu", "cuda"))
+    monkeypatch.setattr(backend, "FUSED_PACKED_DEVICES", ("cpu", "cuda"))
     layer = Recurrent(name, 5, 7, batch_first=True)
     x = torch.randn(3, 4, 5)
     kernel = {"LSTM": "lstm", "GRU": "gru", "Elman": "rnn_tanh"}[name]

@@ -40,13 +40,6 @@ class RecurrentCell(nn.Module):
 
     has_aux_loss: bool = False
     aux_loss_name: str = "aux_loss"
-    compile_on_cpu: bool = True
-    """Whether ``Recurrent(compile=True)`` compiles this cell's step on CPU.
-    False for cells whose step is one matmul and a few pointwise ops: on CPU the compiled call's fixed
-    cost (guards, autograd wrapper) exceeded what fusing saves (docs/measured.md, "Compiled step")."""
-    compile_on_cuda: bool = True
-    """The same on a CUDA device. False where the compiled step measured slower than eager there (Elman:
-    docs/measured.md, "On a GPU")."""
 
     def __init__(self, input_size: int, hidden_size: int) -> None:
         super().__init__()
@@ -67,7 +60,8 @@ class RecurrentCell(nn.Module):
         return self.step(x_proj_t, state), None
 
     fused_takes_lengths: bool = False
-    """Whether :meth:`fused_sequence` also runs padded batches (Elman, GRU, LSTM: packed sequences)."""
+    """Whether :meth:`fused_sequence` also runs padded batches (Elman, GRU, LSTM: packed sequences). Where it
+    runs is the layer's choice (``lit_rnncells.nn.backend``)."""
 
     def fused_sequence(self, x: Tensor, state: State, lengths: Optional[Tensor] = None
                        ) -> Optional[Tuple[Tensor, State]]:

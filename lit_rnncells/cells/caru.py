@@ -30,7 +30,6 @@ class CARU(AffineCell):
     """
 
     gates = 2
-    compile_on_cpu = False  # a compiled step is slower than eager on CPU (docs/measured.md)
 
     def project_input(self, x: Tensor) -> Tensor:
         return F.linear(x, self.weight_ih, self.bias_ih)  # [x', W_vz v + b_vz]

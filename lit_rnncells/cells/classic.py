@@ -66,8 +66,6 @@ def gru_update(x_part: Tensor, gh: Tensor, h: Tensor) -> Tensor:
 class Elman(AffineCell):
     """Elman (tanh) RNN: h' = tanh(W_ih x + b_ih + W_hh h + b_hh)."""
 
-    compile_on_cpu = False  # a compiled step is slower than eager on CPU (docs/measured.md)
-    compile_on_cuda = False  # and on an H200 (3.4x eager's time per step; docs/measured.md, "On a GPU")
     fused_takes_lengths = True
     gates = 1
 
@@ -92,10 +90,6 @@ class GRU(AffineCell):
     n = tanh(W_in x + b_in + r ⊙ (W_hn h + b_hn)), h' = (1 − z) ⊙ n + z ⊙ h.
     """
 
-    compile_on_cpu = False  # a compiled step is slower than eager on CPU (docs/measured.md)
-    # On CUDA its sequences run cuDNN, padded or not; the step runs only in decoders, where compiled it decoded at
-    # 1.10-1.17x eager's time on an H200 (docs/measured.md, "On a GPU").
-    compile_on_cuda = False
     fused_takes_lengths = True
     gates = 3
 
@@ -161,7 +155,6 @@ class MGU(AffineCell):
     ``weight_ih`` stacks the x-parts of W_f and W_h; ``weight_hh`` their h-parts.
     """
 
-    compile_on_cpu = False  # a compiled step is slower than eager on CPU (docs/measured.md)
     gates = 2
 
     def project_input(self, x: Tensor) -> Tensor:

@@ -92,7 +92,6 @@ class MuFuRU(RecurrentCell):
     """
 
     recurrent_weights = ("weight_hs", "weight_hv")  # hidden-to-hidden maps, for DropConnect
-    compile_on_cpu = False  # compiled, its step took 0.97-1.22x eager's time at B4 on CPU (docs/measured.md)
 
     def __init__(self, input_size: int, hidden_size: int, *, ops: Sequence[str] = PAPER_OPS,
                  reset_bias: float = 1.0) -> None:

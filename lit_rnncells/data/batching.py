@@ -9,6 +9,7 @@ checkpoint and a resumed run continues with exactly the batches it would have se
 """
 from __future__ import annotations
 
+import sys
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -22,10 +23,63 @@ from ..arguments import check_positive
 Batch = Dict[str, Any]
 
 
-def pad_batch(seqs: Sequence[Union[Sequence[int], Tensor]], pad_id: int) -> Tuple[Tensor, Tensor]:
-    """Right-pad id sequences into a ``(B, T)`` long tensor; also return the lengths ``(B,)``."""
+class LengthBuckets:
+    """A few lengths that padded batches are padded up to, so a run sees a bounded number of batch shapes
+    (what lets CUDA graphs replay instead of recording one per length; ``Recurrent(backend='graphs')``).
+
+    The bucket lengths are the ``count`` quantiles of the training lengths (the largest is the longest training
+    example), so each bucket holds about as many examples. A batch longer than every bucket (an evaluation
+    example longer than any training one) keeps its own length. The layers' masks keep every result that of
+    the unpadded batch (tested)."""
+
+    def __init__(self, lengths: Sequence[int], count: int) -> None:
+        check_positive(length_buckets=count)
+        values = np.asarray(lengths, dtype=np.int64)
+        if values.size == 0:
+            raise ValueError("Length buckets need the training lengths; the training split has no examples.")
+        quantiles = np.quantile(values, np.arange(1, count + 1) / count, method="inverted_cdf")
+        self.lengths: Tuple[int, ...] = tuple(sorted({int(q) for q in quantiles}))
+
+    def __len__(self) -> int:
+        return len(self.lengths)
+
+    def length_for(self, longest: int) -> int:
+        """The padded length of a batch whose longest sequence has ``longest`` steps."""
+        for length in self.lengths:
+            if length >= longest:
+                return length
+        return longest
+
+    def __repr__(self) -> str:
+        return f"{len(self)} length buckets ({', '.join(map(str, self.lengths))})"
+
+
+class LengthBucketsMixin:
+    """Mix into a DataModule with a ``length_buckets`` option (0: off, batches padded to their longest
+    sequence): :meth:`buckets` builds each padded field's :class:`LengthBuckets` once, from the training
+    lengths, and says how many there are."""
+
+    length_buckets: int = 0
+
+    def buckets(self, field: str, training_lengths: Callable[[], Sequence[int]]) -> Optional[LengthBuckets]:
+        """The buckets of ``field`` (``None`` when off), built on first use from ``training_lengths()``."""
+        if not self.length_buckets:
+            return None
+        store = self.__dict__.setdefault("_length_buckets", {})
+        if field not in store:
+            store[field] = LengthBuckets(training_lengths(), self.length_buckets)
+            print(f"lit_rnncells: {field}: {store[field]}", file=sys.stderr, flush=True)  # stdout: predictions
+        return store[field]
+
+
+def pad_batch(seqs: Sequence[Union[Sequence[int], Tensor]], pad_id: int,
+              buckets: Optional[LengthBuckets] = None) -> Tuple[Tensor, Tensor]:
+    """Right-pad id sequences into a ``(B, T)`` long tensor; also return the lengths ``(B,)``. ``T`` is the
+    longest sequence's length, or with ``buckets`` the bucket length it falls in."""
     lengths = torch.tensor([len(s) for s in seqs], dtype=torch.long)
-    out = torch.full((len(seqs), int(lengths.max()) if len(seqs) else 0), pad_id, dtype=torch.long)
+    longest = int(lengths.max()) if len(seqs) else 0
+    width = buckets.length_for(longest) if buckets is not None and longest else longest
+    out = torch.full((len(seqs), width), pad_id, dtype=torch.long)
     for row, seq in enumerate(seqs):
         if len(seq):
             out[row, :len(seq)] = torch.as_tensor(seq, dtype=torch.long)

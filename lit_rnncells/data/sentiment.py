@@ -56,6 +56,7 @@ class AspectSentimentDataModule(SentimentDataModule):
         checkpoint_path: take vocabulary and labels from this checkpoint (the CLI fills it from ``--ckpt_path``).
         predict_file: lines ``sentence<TAB>aspect term`` (``-``: stdin).
         seed: seeds the training order.
+        length_buckets: 0 (off) or how many lengths ``tokens`` is padded up to (``data.batching.LengthBuckets``).
 
     The vocabulary is fitted on every training-side sentence (with or without aspect terms, not the
     held-out validation sentences). Batches: ``tokens`` (B, T), ``lengths`` (B,), ``aspect`` (B, A) the aspect term's token ids,
@@ -67,7 +68,8 @@ class AspectSentimentDataModule(SentimentDataModule):
                  val_fraction: float = 0.1, split_seed: int = 1234, batch_size: int = 32,
                  eval_batch_size: Optional[int] = None, max_tokens: Optional[int] = None, lowercase: bool = True,
                  max_vocab_size: Optional[int] = None, min_frequency: int = 1, cache_dir: Optional[str] = None,
-                 checkpoint_path: Optional[str] = None, predict_file: Optional[str] = None, seed: int = 0) -> None:
+                 checkpoint_path: Optional[str] = None, predict_file: Optional[str] = None, seed: int = 0,
+                 length_buckets: int = 0) -> None:
         if domain not in semeval.LOCAL_FILES:
             raise ValueError(f"Unknown domain {domain!r}; choose one of {sorted(semeval.LOCAL_FILES)}.")
         if subset not in ("ds", "hds"):
@@ -77,7 +79,8 @@ class AspectSentimentDataModule(SentimentDataModule):
         super().__init__(data_dir=data_dir or env_data_dir("semeval14", semeval.HUB_ID), batch_size=batch_size,
                          eval_batch_size=eval_batch_size, max_tokens=max_tokens, lowercase=lowercase,
                          max_vocab_size=max_vocab_size, min_frequency=min_frequency, cache_dir=cache_dir,
-                         checkpoint_path=checkpoint_path, predict_file=predict_file, seed=seed)
+                         checkpoint_path=checkpoint_path, predict_file=predict_file, seed=seed,
+                         length_buckets=length_buckets)
         self.save_hyperparameters(logger=False)  # the task logs them as data/...
         self.domain, self.subset, self.hds_train, self.keep_conflict = domain, subset, hds_train, keep_conflict
         self.val_fraction, self.split_seed = val_fraction, split_seed
@@ -125,7 +128,7 @@ class AspectSentimentDataModule(SentimentDataModule):
         return batch
 
     def _collate_items(self, items: List[Dict[str, Any]], indices: List[int]) -> Dict[str, Any]:
-        tokens, lengths = pad_batch([item["tokens"] for item in items], self.pad_id)
+        tokens, lengths = pad_batch([item["tokens"] for item in items], self.pad_id, self.token_buckets())
         aspect, aspect_lengths = pad_batch([item["aspect"] for item in items], self.pad_id)
         return {"tokens": tokens, "lengths": lengths, "aspect": aspect, "aspect_lengths": aspect_lengths,
                 "index": torch.tensor(indices, dtype=torch.long)}
@@ -179,7 +182,7 @@ class DocumentSentimentDataModule(SentimentDataModule):
                  batch_size: int = 64, eval_batch_size: Optional[int] = None, max_tokens: Optional[int] = None,
                  lowercase: bool = True, max_vocab_size: Optional[int] = None, min_frequency: int = 1,
                  cache_dir: Optional[str] = None, checkpoint_path: Optional[str] = None,
-                 predict_file: Optional[str] = None, seed: int = 0) -> None:
+                 predict_file: Optional[str] = None, seed: int = 0, length_buckets: int = 0) -> None:
         hubs = {"imdb": imdb.HUB_ID, "sst": sst.HUB_ID}
         if dataset not in hubs:
             raise ValueError(f"Unknown dataset {dataset!r}; choose 'imdb' or 'sst'.")
@@ -202,7 +205,7 @@ class DocumentSentimentDataModule(SentimentDataModule):
         super().__init__(data_dir=data_dir, batch_size=batch_size, eval_batch_size=eval_batch_size,
                          max_tokens=max_tokens, lowercase=lowercase, max_vocab_size=max_vocab_size,
                          min_frequency=min_frequency, cache_dir=cache_dir, checkpoint_path=checkpoint_path,
-                         predict_file=predict_file, seed=seed)
+                         predict_file=predict_file, seed=seed, length_buckets=length_buckets)
         self.save_hyperparameters(logger=False)  # the task logs them as data/...
         self.dataset, self.granularity, self.train_phrases = dataset, granularity, train_phrases
         self.val_size, self.split_seed = val_size, split_seed
@@ -309,7 +312,8 @@ class DocumentSentimentDataModule(SentimentDataModule):
 
     def _collate(self, split: str, indices: List[int]) -> Dict[str, Any]:
         view = self._views[split]
-        tokens, lengths = pad_batch([self._truncate(view["tokens"][i]) for i in indices], self.pad_id)
+        tokens, lengths = pad_batch([self._truncate(view["tokens"][i]) for i in indices], self.pad_id,
+                                    self.token_buckets())
         return {"tokens": tokens, "lengths": lengths, "labels": view["labels"][indices],
                 "index": torch.tensor(indices, dtype=torch.long)}
 

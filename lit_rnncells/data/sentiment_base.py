@@ -15,7 +15,7 @@ from torch.utils.data import DataLoader
 
 from ..arguments import check_positive
 from ..paths import read_stdin, read_text_file
-from .batching import BucketedBatches, ResumableBatchesMixin, batch_loader
+from .batching import BucketedBatches, LengthBucketsMixin, ResumableBatchesMixin, batch_loader
 from .check import SplitCheckMixin
 from .split_check import sentiment_files
 from .checkpoint_state import datamodule_state
@@ -89,14 +89,17 @@ def read_lines(path: str) -> List[str]:
     return read_text_file(file, "predict_file").splitlines()
 
 
-class SentimentDataModule(SplitCheckMixin, ResumableBatchesMixin, LightningDataModule):
+class SentimentDataModule(SplitCheckMixin, ResumableBatchesMixin, LengthBucketsMixin, LightningDataModule):
     """What the sentiment DataModules share: vocabulary, labels, checkpoint state, loaders."""
 
     def __init__(self, *, data_dir: Optional[str], batch_size: int, eval_batch_size: Optional[int],
                  max_tokens: Optional[int], lowercase: bool, max_vocab_size: Optional[int], min_frequency: int,
                  cache_dir: Optional[str], checkpoint_path: Optional[str], predict_file: Optional[str],
-                 seed: int) -> None:
+                 seed: int, length_buckets: int = 0) -> None:
         super().__init__()
+        if length_buckets:
+            check_positive(length_buckets=length_buckets)
+        self.length_buckets = length_buckets
         check_positive(batch_size=batch_size, min_frequency=min_frequency)
         for name, value in (("eval_batch_size", eval_batch_size), ("max_tokens", max_tokens),
                             ("max_vocab_size", max_vocab_size)):
@@ -152,6 +155,15 @@ class SentimentDataModule(SplitCheckMixin, ResumableBatchesMixin, LightningDataM
 
     def _collate(self, split: str, indices: List[int]) -> Dict[str, Any]:
         raise NotImplementedError
+
+    def token_buckets(self):
+        """The ``tokens`` field's length buckets (``None`` when ``length_buckets`` is 0), from the training split's
+        lengths (the loaded split's when there is no training split, e.g. testing a checkpoint)."""
+        views = getattr(self, "_views", {})
+        if not self.length_buckets or not views:
+            return None
+        split = "train" if "train" in views else next(iter(views))
+        return self.buckets("tokens", lambda: self._lengths(split))
 
     def _predict_items(self, lines: List[str]) -> List[Dict[str, Any]]:
         raise NotImplementedError

@@ -50,7 +50,7 @@ from torch.utils.data import DataLoader
 from ..arguments import check_positive
 from . import duc
 from .check import SplitCheckMixin
-from .batching import BucketedBatches, ResumableBatchesMixin, batch_loader, pad_batch
+from .batching import BucketedBatches, LengthBucketsMixin, ResumableBatchesMixin, batch_loader, pad_batch
 from .checkpoint_state import datamodule_state
 from .known import translation_datasets
 from .parallel_text import (MOSES_LANGUAGE, Lines, _local_only, canonical_unk, check_no_empty, check_parallel,
@@ -68,7 +68,7 @@ DEFAULT_MAX_INPUT_LENGTH = 1024
 CACHE_VERSION = 2
 
 
-class TranslationDataModule(SplitCheckMixin, ResumableBatchesMixin, LightningDataModule):
+class TranslationDataModule(SplitCheckMixin, ResumableBatchesMixin, LengthBucketsMixin, LightningDataModule):
     """A parallel corpus as length-bucketed subword batches, from a local folder or the hub.
 
     Args:
@@ -101,6 +101,9 @@ class TranslationDataModule(SplitCheckMixin, ResumableBatchesMixin, LightningDat
             ``~/.cache/lit_rnncells``); ``""`` disables the cache.
         seed: seeds the training batch order (with the epoch); chunk_batches: batches per sorted chunk.
         num_workers: 0 (collate in the training process) or 1 (in one background loader process).
+        length_buckets: 0 (off: each batch padded to its longest sequence) or how many lengths sources and
+            targets are padded up to (quantiles of the training lengths; ``data.batching.LengthBuckets``), so a
+            ``backend: graphs`` model replays a few captured shapes; results are those of unpadded batches.
     """
 
     def __init__(self, dataset: str = "multi30k", data_dir: Optional[str] = None,
@@ -112,8 +115,8 @@ class TranslationDataModule(SplitCheckMixin, ResumableBatchesMixin, LightningDat
                  max_input_length: Optional[int] = DEFAULT_MAX_INPUT_LENGTH, limit: Optional[int] = None,
                  valid_size: Optional[int] = None,
                  predict_file: Optional[str] = None, checkpoint_path: Optional[str] = None,
-                 cache_dir: Optional[str] = None, seed: int = 0, chunk_batches: int = 50, num_workers: int = 0
-                 ) -> None:
+                 cache_dir: Optional[str] = None, seed: int = 0, chunk_batches: int = 50, num_workers: int = 0,
+                 length_buckets: int = 0) -> None:
         super().__init__()
         if dataset not in translation_datasets():
             raise ValueError(f"Unknown dataset {dataset!r}; choose one of {translation_datasets()}.")
@@ -129,6 +132,9 @@ class TranslationDataModule(SplitCheckMixin, ResumableBatchesMixin, LightningDat
                             ("limit", limit), ("valid_size", valid_size)):
             if value is not None:
                 check_positive(**{name: value})
+        if length_buckets:
+            check_positive(length_buckets=length_buckets)
+        self.length_buckets = length_buckets
         if num_workers not in (0, 1):
             raise ValueError(f"num_workers must be 0 or 1 (the bucketed batches are not split between loader "
                              f"workers, more would repeat them), got {num_workers}.")
@@ -358,11 +364,14 @@ class TranslationDataModule(SplitCheckMixin, ResumableBatchesMixin, LightningDat
     # --- batches -----------------------------------------------------------------------------
     def collate(self, data: Dict[str, Any], indices: List[int], references: bool) -> Dict[str, Any]:
         """The batch of examples ``indices`` of a split: source x <eos>, target <bos> y <eos>, padded."""
-        source, source_lengths = pad_batch([data["source"][i] + [EOS_ID] for i in indices], PAD_ID)
+        train = lambda: data if "target" not in data or self._test_only_for(self.dataset) else self.split("train")
+        source, source_lengths = pad_batch([data["source"][i] + [EOS_ID] for i in indices], PAD_ID,
+                                           self.buckets("source", lambda: [len(s) + 1 for s in train()["source"]]))
         batch: Dict[str, Any] = {"source": source, "source_lengths": source_lengths,
                                  "index": torch.tensor(indices, dtype=torch.long)}
         if "target" in data:
-            target, target_lengths = pad_batch([[BOS_ID] + data["target"][i] + [EOS_ID] for i in indices], PAD_ID)
+            target, target_lengths = pad_batch([[BOS_ID] + data["target"][i] + [EOS_ID] for i in indices], PAD_ID,
+                                               self.buckets("target", lambda: [len(t) + 2 for t in train()["target"]]))
             batch.update(target=target, target_lengths=target_lengths)
         if references:  # one string per example, or a tuple of several references
             batch["references"] = [data["references"][i] if "references" in data else data["target_text"][i]

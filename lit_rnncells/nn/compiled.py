@@ -1,7 +1,7 @@
-"""The compiled time step of ``Recurrent(..., compile=True)``.
+"""The compiled time step of ``Recurrent(..., backend='compiled')`` (:mod:`.backend` decides where it runs).
 
 ``Recurrent`` runs every cell as: the input maps for all steps at once (``project_input``), a
-Python loop over ``step``, then the outputs (``output_sequence``). With ``compile=True`` the loop
+Python loop over ``step``, then the outputs (``output_sequence``). With ``backend='compiled'`` the loop
 body (:func:`~lit_rnncells.nn.step._step`: the cell's step, the padding mask, the precision
 kept and the auxiliary loss) runs through ``torch.compile``: Inductor fuses the step's pointwise
 ops around its matmuls into a few kernels, and AOTAutograd does the same for its backward. Any
@@ -24,6 +24,7 @@ import torch
 from torch import Tensor
 
 from ..cells.base import RecurrentCell, State
+from .backend import entry
 from .step import _step, map_state
 
 StepFn = Callable[[RecurrentCell, Tensor, State, Optional[Tensor], bool, bool], Tuple[State, Optional[Tensor]]]
@@ -57,13 +58,9 @@ def _fresh_copy(fn: Callable, name: str) -> Callable:
 
 
 def use_compiled(cell: RecurrentCell, device: torch.device) -> bool:
-    """Whether the compiled step runs ``cell`` on ``device``: on CPU and CUDA as the cell's class says
-    (``compile_on_cpu``, ``compile_on_cuda``), elsewhere always."""
-    if device.type == "cpu":
-        return type(cell).compile_on_cpu
-    if device.type == "cuda":
-        return type(cell).compile_on_cuda
-    return True
+    """Whether a ``compiled`` request compiles ``cell``'s step on ``device``: the backend table's
+    ``compiled_pays`` for the cell and device type (:mod:`lit_rnncells.nn.backend`; other devices: always)."""
+    return entry(type(cell), torch.device(device).type).compiled_pays
 
 
 def compiled_step(cell: RecurrentCell) -> StepFn:
@@ -113,7 +110,7 @@ def compiled_calls() -> int:
 def report_compiled_forward(cells: Iterable[RecurrentCell], device: torch.device, seconds: float,
                             ran_compiled: bool, padded: bool = False) -> None:
     """Print, once per process, how long the first forward that ran a compiled step took (mostly compiling);
-    once per cell class whose step stays eager on ``device`` (``compile_on_cpu`` or ``compile_on_cuda`` False),
+    once per cell class whose step stays eager on ``device`` (the backend table's ``compiled_pays`` False),
     that it does; and once, when CUDA graphs ran a padded batch, that they suit fixed-length batches only."""
     if ran_compiled and "compile time" not in _reported:
         _reported.add("compile time")
@@ -124,10 +121,11 @@ def report_compiled_forward(cells: Iterable[RecurrentCell], device: torch.device
         _reported.add("padded graphs")
         print(f"lit_rnncells: {MODE_VARIABLE}={compile_mode()} records CUDA graphs for each sequence length, and this "
               "task's batches are padded: lengths that vary between batches keep it recording (a Multi30k fit ran 6x "
-              f"slower than eager); unset {MODE_VARIABLE} for this task (docs/measured.md, \"On a GPU\")", flush=True)
+              f"slower than eager); unset {MODE_VARIABLE} for this task, or use backend graphs with the data's "
+              "length_buckets (docs/measured.md, \"On a GPU\")", flush=True)
     for cell in cells:
         name = type(cell).__name__
         if not use_compiled(cell, device) and name not in _reported:
             _reported.add(name)
-            print(f"lit_rnncells: compile=True: {name} keeps its eager step on {device.type} (compiled, its step "
+            print(f"lit_rnncells: backend compiled: {name} keeps its eager step on {device.type} (compiled, its step "
                   "measured slower there; docs/measured.md, \"Compiled recurrence\")", flush=True)

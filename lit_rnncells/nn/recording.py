@@ -7,6 +7,7 @@ order, batch first, zero at padded steps (:mod:`lit_rnncells.cells.recording`).
 """
 from __future__ import annotations
 
+import contextlib
 from contextlib import AbstractContextManager
 from typing import Callable, List, Optional, Tuple, Union
 
@@ -17,7 +18,8 @@ from ..cells.base import RecurrentCell, State
 from ..cells.mufuru import MuFuRU
 from ..cells.mzu import MZU
 from ..cells.recording import Entry, cell_in, mask_padded, unreverse_steps
-from .recurrent import run_cell
+from .backend import resolve
+from .recurrent import Recurrent, run_cell
 
 
 def composition_weights(module: nn.Module, x: Tensor, state: Optional[State] = None,
@@ -54,15 +56,10 @@ def record_steps(module: nn.Module, cell: RecurrentCell,
     """Run ``module`` (``cell`` itself, ``x`` batch first ``(B, T, input_size)``, or a ``Recurrent``
     layer holding ``cell`` at ``direction``) without gradients inside ``recording()``, and return the
     recorded entries stacked ``(B, T, ...)`` in input order (a tuple if the cell records tuples)."""
-    compiled = getattr(module, "compiled", False)
-    with torch.no_grad(), recording() as log:
-        if compiled:  # recording appends inside the step: run it eagerly (values are the same)
-            module.compiled = False
-        try:
-            _run_recorded(module, cell, x, state, lengths)
-        finally:
-            if compiled:
-                module.compiled = True
+    # Recording appends inside the step, so it runs the eager loop (``backend`` loop; values are the same).
+    eager = module.using("loop") if isinstance(module, Recurrent) else contextlib.nullcontext()
+    with torch.no_grad(), recording() as log, eager:
+        _run_recorded(module, cell, x, state, lengths)
     if not log:
         raise ValueError("The input has no steps; pass at least one token.")
     columns = list(zip(*log)) if isinstance(log[0], tuple) else [log]
@@ -87,4 +84,4 @@ def _run_recorded(module: nn.Module, cell: RecurrentCell, x: Tensor, state: Opti
     if lengths is not None:
         mask = torch.arange(steps, device=x.device).unsqueeze(1) < torch.as_tensor(
             lengths, device=x.device).unsqueeze(0)
-    run_cell(cell, x.transpose(0, 1), state, mask)
+    run_cell(cell, x.transpose(0, 1), state, mask, plan=resolve(type(cell), "loop", x.device.type))

@@ -1,10 +1,9 @@
 """``Recurrent``: runs any cell over time with the torch.nn.GRU / LSTM interface."""
 from __future__ import annotations
 
-import functools
-import inspect
+import contextlib
 import time
-from typing import List, Optional, Sequence, Tuple, Union
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import torch
 from torch import Tensor, nn
@@ -13,7 +12,10 @@ from torch.nn import functional as F
 from ..arguments import check_positive, check_probability
 from ..cells.base import CellFactory, RecurrentCell, State
 from ..cells.registry import get_cell
-from .compiled import compile_mode, compiled_calls, compiled_step, report_compiled_forward, use_compiled
+from .backend import Plan, check_backend, check_cell, entry, resolve, say_choice
+from .compiled import compile_mode, compiled_calls, compiled_step, report_compiled_forward
+from .graphs import run_graphed
+from .loop import run_loop
 from .step import _as_dtype_of, _step, map_state  # map_state kept importable from here
 
 
@@ -29,88 +31,60 @@ def _gather_time(x: Tensor, index: Tensor) -> Tensor:
     return x.gather(0, index.view(*index.shape, *([1] * (x.dim() - 2))).expand_as(x))
 
 
-@functools.lru_cache(maxsize=None)
-def _stepping_takes_seen(cls: type) -> bool:
-    """Whether ``cls.stepping`` takes the ``seen`` list (a cell written before it existed takes ``x_proj`` only)."""
-    params = list(inspect.signature(cls.stepping).parameters.values())[1:]
-    return len(params) >= 2 or any(p.kind is p.VAR_POSITIONAL for p in params)
-
-
-def _stepping(cell: RecurrentCell, x_proj: Tensor, seen: List[State]):
-    return cell.stepping(x_proj, seen) if _stepping_takes_seen(type(cell)) else cell.stepping(x_proj)
-
-
-def _constant_while_training(state: State) -> bool:
-    """True when gradients are on but no leaf of ``state`` carries one (a zero initial state)."""
-    if not torch.is_grad_enabled():
-        return False
-    leaves = state if isinstance(state, tuple) else (state,)
-    return not any(leaf.requires_grad for leaf in leaves)
-
-
-PACKED_KERNEL_DEVICES: Tuple[str, ...] = ("cuda",)
-"""Device types on which padded batches of Elman, GRU and LSTM run through torch's fused kernel as packed
-sequences (cuDNN's packed kernels), instead of the masked step loop. Measured with ``scripts/bench_cells.py
---padded``: on an H200 the step loop took 11x ``torch.nn.GRU``'s time on packed input; on CPU the packed kernels
-took 1.6-2.2x the step loop's (docs/measured.md, "Cell speed")."""
-
-
 def run_cell(cell: RecurrentCell, x: Tensor, state: State, mask: Optional[Tensor] = None,
-             want_aux: bool = False, compiled: bool = False, lengths: Optional[Tensor] = None
-             ) -> Tuple[Tensor, State, Optional[Tensor]]:
+             want_aux: bool = False, compiled: bool = False, lengths: Optional[Tensor] = None,
+             plan: Optional[Plan] = None) -> Tuple[Tensor, State, Optional[Tensor]]:
     """Run one cell over a time-major input ``(T, B, input_size)``.
 
     ``mask`` (T, B) marks real steps; a padded step leaves the state untouched. ``lengths`` (B,), when
-    given, says ``mask`` is each sequence's first ``lengths`` steps, so on a device in
-    :data:`PACKED_KERNEL_DEVICES` a cell's fused kernel may take the padded batch packed
-    (``fused_takes_lengths``; not when a sequence is empty).
+    given, says ``mask`` is each sequence's first ``lengths`` steps, so where the plan allows it
+    (:data:`~lit_rnncells.nn.backend.FUSED_PACKED_DEVICES`) a cell's fused kernel may take the padded batch
+    packed (not when a sequence is empty). ``plan`` says how the loop runs (:func:`~lit_rnncells.nn.backend.resolve`;
+    without one, the table's ``auto``, or ``compiled`` with ``compiled``).
     Returns the outputs ``(T, B, H)`` (zero at padded steps), the final state,
     and the summed auxiliary loss over real steps (``None`` unless ``want_aux``
-    and the cell has one). With ``compiled`` each step runs through the cell's
-    compiled step (:mod:`lit_rnncells.nn.compiled`); values are the eager loop's.
+    and the cell has one). Every backend gives the eager loop's values.
     """
+    if plan is None:
+        plan = resolve(type(cell), "compiled" if compiled else "auto", x.device.type)
     use_aux = want_aux and cell.has_aux_loss
     # Under mixed precision the matmuls run in half precision, but the state stays in the precision it came
     # in (float32): a half-precision state would lose the small updates of long sequences (fp16 has 10 bits).
     keep_precision = torch.is_autocast_enabled(x.device.type)
-    if not use_aux and x.shape[0] > 0:
+    if not use_aux and x.shape[0] > 0 and plan.fused:
         fused = None
         if mask is None:
             fused = cell.fused_sequence(x, state)
-        elif (lengths is not None and cell.fused_takes_lengths and x.device.type in PACKED_KERNEL_DEVICES
-              and bool((lengths > 0).all())):
+        elif lengths is not None and plan.packed and bool((lengths > 0).all()):
             fused = cell.fused_sequence(x, state, lengths=lengths)
         if fused is not None:
             if not keep_precision:
                 return fused[0], fused[1], None
             # As from the step loop: outputs and state in the state's precision, not the kernel's half precision.
             return _as_dtype_of(fused[0], cell.output(state)), map_state(_as_dtype_of, fused[1], state), None
-    step, step_mask = _step, mask
-    compiled = compiled and x.shape[0] > 0 and use_compiled(cell, x.device)
-    if compiled:
-        step = compiled_step(cell)
-        if mask is None:  # one graph for padded and unpadded batches: an all-true mask is free once fused
-            step_mask = torch.ones(x.shape[:2], dtype=torch.bool, device=x.device)
-    states: List[State] = []
-    seen: List[State] = []  # the state each step was fed, for cells' ``stepping`` blocks
-    aux_total: Optional[Tensor] = None
-    with _stepping(cell, cell.project_input(x), seen) as x_proj:
-        for t, x_t in enumerate(x_proj.unbind(0)):
-            seen.append(state)
-            # A constant initial state (no gradient) would need a graph of its own for one step: run it eagerly.
-            fn = _step if t == 0 and compiled and _constant_while_training(state) else step
-            state, aux_t = fn(cell, x_t, state, None if step_mask is None else step_mask[t], use_aux,
-                              keep_precision)
-            states.append(state)
-            if aux_t is not None:
-                aux_total = aux_t if aux_total is None else aux_total + aux_t
-    if states:
-        out = cell.output_sequence(states)  # the per-step outputs, computed after the loop
-    else:
-        out = x.new_zeros(0, x.shape[1], cell.hidden_size)
-    if mask is not None and states:
-        out = out * mask.unsqueeze(-1).to(out.dtype)
-    return out, state, aux_total
+    if plan.step == "graphs" and x.shape[0] > 0:
+        return run_graphed(cell, x, state, mask, use_aux, keep_precision)
+    compiled = plan.step == "compiled" and x.shape[0] > 0
+    return run_loop(cell, x, state, mask, use_aux, keep_precision, compiled_step(cell) if compiled else None)
+
+
+def step_cell(cell: RecurrentCell, x_proj_t: Tensor, state: State, plan: Plan, mask_t: Optional[Tensor] = None,
+              want_aux: bool = False) -> Tuple[State, Optional[Tensor]]:
+    """One step of ``cell`` from its projected input ``(B, P)``, as ``plan`` runs steps (a decoder's call).
+
+    Returns the new state and the step's auxiliary loss (``None`` unless ``want_aux`` and the cell has one):
+    summed over the rows ``mask_t`` (B,) marks real when given, else per example. Through the compiled step
+    (``plan.step`` compiled or graphs, where it compiles) the rows ``mask_t`` marks padded keep their state
+    and the loss comes summed; the eager step computes every row."""
+    use_aux = want_aux and cell.has_aux_loss
+    if plan.step in ("compiled", "graphs") and entry(type(cell), plan.device).compiled_pays:
+        return compiled_step(cell)(cell, x_proj_t, state, mask_t, use_aux, False)
+    if not use_aux:
+        return cell.step(x_proj_t, state), None
+    new_state, aux = cell.step_with_aux(x_proj_t, state)
+    if aux is not None and mask_t is not None:
+        aux = (aux * mask_t.to(aux.dtype)).sum()
+    return new_state, aux
 
 
 class Recurrent(nn.Module):
@@ -129,14 +103,15 @@ class Recurrent(nn.Module):
     cells (mean over real tokens, summed over layers and directions; zero when
     no cell has one), which tasks add to their loss.
 
-    With ``compile=True`` the time loop runs each step through ``torch.compile`` (the cell's
-    pointwise ops fused, see :mod:`lit_rnncells.nn.compiled`); values and gradients are the eager
-    loop's. Off by default: see docs/measured.md for when it pays.
+    ``backend`` says how the time loop runs: ``auto`` (what docs/measured.md measured fastest for the cell
+    on the device), ``loop``, ``compiled``, ``graphs`` or ``fused`` (:mod:`lit_rnncells.nn.backend`, the one
+    table that decides); ``None`` takes ``$LIT_RNNCELLS_BACKEND``, else ``auto``. Values and gradients are
+    the eager loop's under every backend. ``compile=True`` is the deprecated spelling of ``backend='compiled'``.
     """
 
     def __init__(self, cell: Union[CellFactory, str], input_size: int, hidden_size: int,
                  num_layers: int = 1, bidirectional: bool = False, dropout: float = 0.0,
-                 batch_first: bool = False, compile: bool = False) -> None:
+                 batch_first: bool = False, compile: bool = False, backend: Optional[str] = None) -> None:
         super().__init__()
         check_positive(input_size=input_size, hidden_size=hidden_size, num_layers=num_layers)
         check_probability(dropout=dropout)
@@ -148,8 +123,12 @@ class Recurrent(nn.Module):
         self.num_directions = 2 if bidirectional else 1
         self.dropout = dropout
         self.batch_first = batch_first
-        self.compiled = bool(compile)  # not "compile": that is nn.Module.compile()
-        if self.compiled:
+        self._plans: Dict[str, List[Plan]] = {}
+        self._said_compile = bool(compile) and backend is None  # the deprecated spelling, kept in the repr
+        self.backend = check_backend(backend, compile)
+        if self.backend == "graphs":
+            check_cell(RecurrentCell, "graphs")  # before building cells: CUDA first
+        if self.backend == "compiled":
             compile_mode()  # an unknown $LIT_RNNCELLS_COMPILE_MODE is refused here, before any training
         cells = []
         for layer in range(num_layers):
@@ -161,6 +140,55 @@ class Recurrent(nn.Module):
                                     "pass a cell class from lit_rnncells.cells or a factory building one.")
                 cells.append(built)
         self.cells = nn.ModuleList(cells)
+        for built in cells:
+            check_cell(type(built), self.backend)  # fused without a kernel, graphs without CUDA: refused at start
+
+    @property
+    def backend(self) -> str:
+        """How the time loop runs (see the class docstring); setting it drops the plans resolved so far."""
+        return self._backend
+
+    @backend.setter
+    def backend(self, value: str) -> None:
+        self._backend = check_backend(value)
+        self._plans = {}
+
+    @property
+    def compiled(self) -> bool:
+        """Whether ``backend`` is ``compiled`` (the attribute ``compile=True`` used to set; kept one release)."""
+        return self.backend == "compiled"
+
+    @compiled.setter
+    def compiled(self, value: bool) -> None:
+        self.backend = "compiled" if value else "auto"
+
+    @contextlib.contextmanager
+    def using(self, backend: str) -> Iterator["Recurrent"]:
+        """Run with ``backend`` inside the block, then go back (the figure hooks record with ``loop``)."""
+        saved = self.backend
+        self.backend = backend
+        try:
+            yield self
+        finally:
+            self.backend = saved
+
+    def plans(self, device_type: str) -> List[Plan]:
+        """Each cell's plan on ``device_type``, resolved from the table on first use and said once."""
+        plans = self._plans.get(device_type)
+        if plans is None:
+            plans = [resolve(type(c), self.backend, device_type) for c in self.cells]
+            for plan in plans:
+                say_choice(plan)
+            self._plans[device_type] = plans
+        return plans
+
+    def cell_step(self, x_proj_t: Tensor, state: State, layer: int = 0, direction: int = 0,
+                  mask_t: Optional[Tensor] = None, want_aux: bool = False) -> Tuple[State, Optional[Tensor]]:
+        """One step of one cell (layer, direction) from its projected input ``(B, P)``, run as this layer's
+        backend runs steps: :func:`step_cell`."""
+        index = layer * self.num_directions + direction
+        cell = self.cells[index]
+        return step_cell(cell, x_proj_t, state, self.plans(x_proj_t.device.type)[index], mask_t, want_aux)
 
     @property
     def has_aux_loss(self) -> bool:
@@ -201,7 +229,8 @@ class Recurrent(nn.Module):
 
     def forward(self, x: Tensor, state: Optional[State] = None, lengths: Optional[Tensor] = None,
                 *, return_aux: bool = False):
-        if not self.compiled:
+        plans = self.plans(x.device.type)
+        if self.backend != "compiled" and not any(p.step == "compiled" for p in plans):
             return self._forward(x, state, lengths, return_aux)
         started, calls = time.perf_counter(), compiled_calls()
         result = self._forward(x, state, lengths, return_aux)
@@ -230,6 +259,7 @@ class Recurrent(nn.Module):
             states = [c.initial_state(batch, device=x.device, dtype=x.dtype) for c in self.cells]
         else:
             states = self._unstack(state)
+        plans = self.plans(x.device.type)
         rev_index = None
         if self.bidirectional and lengths is not None and mask is not None:
             rev_index = _reverse_index(lengths, steps)
@@ -245,7 +275,7 @@ class Recurrent(nn.Module):
                 if direction == 1:
                     inp = inp.flip(0) if rev_index is None else _gather_time(inp, rev_index)
                 # reversed within each length, real steps still come first: the same mask applies
-                out, st, aux = run_cell(cell, inp, states[i], mask, want_aux=return_aux, compiled=self.compiled,
+                out, st, aux = run_cell(cell, inp, states[i], mask, want_aux=return_aux, plan=plans[i],
                                         lengths=None if mask is None else lengths)
                 if direction == 1:
                     out = out.flip(0) if rev_index is None else _gather_time(out, rev_index)
@@ -268,4 +298,5 @@ class Recurrent(nn.Module):
     def extra_repr(self) -> str:
         return (f"{self.input_size}, {self.hidden_size}, num_layers={self.num_layers}, "
                 f"bidirectional={self.bidirectional}, dropout={self.dropout}, batch_first={self.batch_first}"
-                + (", compile=True" if self.compiled else ""))
+                + (f", backend={self.backend}" if self.backend != "auto" else "")
+                + (", compile=True" if self._said_compile and self.compiled else ""))

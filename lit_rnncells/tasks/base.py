@@ -15,6 +15,7 @@ from ..cells.base import CellFactory
 from ..cells.registry import get_cell
 from ..data.checkpoint_state import reopen_cut_epoch
 from ..loggers import log_grouped_hyperparameters
+from ..nn.backend import check_backend
 from ..nn.recurrent import Recurrent
 
 CellSpec = Union[CellFactory, str]
@@ -82,24 +83,26 @@ class RecurrentTask(LightningModule):
         optimizer: builds the optimiser from the parameters (default Adam, lr 1e-3).
         lr_scheduler: optional; builds a scheduler from the optimiser.
         scheduler_monitor: metric a ``ReduceLROnPlateau`` scheduler watches.
-        compile: run the recurrent layers' time steps compiled (``Recurrent(..., compile=True)``, same
-            values; docs/measured.md says when it pays). On the command line: ``--model.init_args.compile true``.
+        compile: deprecated (one release): ``backend: compiled``.
+        backend: how the recurrent layers run their time loop (``auto``, ``loop``, ``compiled``, ``graphs``,
+            ``fused``; ``lit_rnncells.nn.backend``, same values under each). ``None``: ``$LIT_RNNCELLS_BACKEND``,
+            else ``auto``. On the command line: ``--model.init_args.backend compiled``.
     """
 
     def __init__(self, cell: CellSpec = "GRU", optimizer: OptimizerCallable = torch.optim.Adam,
                  lr_scheduler: Optional[LRSchedulerCallable] = None, scheduler_monitor: str = "val/loss",
-                 compile: bool = False) -> None:
+                 compile: bool = False, backend: Optional[str] = None) -> None:
         super().__init__()
         self.cell_factory = resolve_cell(cell)
         self.optimizer_factory = optimizer
         self.lr_scheduler_factory = lr_scheduler
         self.scheduler_monitor = scheduler_monitor
-        self.compile_recurrence = bool(compile)
+        self.backend = check_backend(backend, compile)  # each Recurrent layer checks its cell against it
 
     def make_recurrent(self, input_size: int, hidden_size: int, **options: Any) -> Recurrent:
-        """A ``Recurrent`` layer (batch first, compiled if the task's ``compile`` is set) of this task's cell."""
+        """A ``Recurrent`` layer (batch first, run by the task's ``backend``) of this task's cell."""
         options.setdefault("batch_first", True)
-        options.setdefault("compile", self.compile_recurrence)
+        options.setdefault("backend", self.backend)
         return Recurrent(self.cell_factory, input_size, hidden_size, **options)
 
     def configure_optimizers(self) -> Any:

@@ -78,8 +78,8 @@ class SequenceClassifier(RecurrentTask):
                  freeze_embeddings: bool = False, aux_loss_weight: float = 1.0,
                  optimizer: OptimizerCallable = torch.optim.Adam,
                  lr_scheduler: Optional[LRSchedulerCallable] = None, scheduler_monitor: str = "val/loss",
-                 compile: bool = False) -> None:
-        super().__init__(cell, optimizer, lr_scheduler, scheduler_monitor, compile=compile)
+                 compile: bool = False, backend: Optional[str] = None) -> None:
+        super().__init__(cell, optimizer, lr_scheduler, scheduler_monitor, compile=compile, backend=backend)
         check_positive(vocab_size=vocab_size, num_classes=num_classes, embedding_size=embedding_size,
                        hidden_size=hidden_size, num_layers=num_layers)
         if num_classes < 2:
@@ -236,11 +236,11 @@ class AspectClassifier(SequenceClassifier):
                  pretrained_embeddings: Optional[str] = None, freeze_embeddings: bool = False,
                  aux_loss_weight: float = 1.0, optimizer: OptimizerCallable = torch.optim.Adam,
                  lr_scheduler: Optional[LRSchedulerCallable] = None, scheduler_monitor: str = "val/loss",
-                 compile: bool = False) -> None:
+                 compile: bool = False, backend: Optional[str] = None) -> None:
         super().__init__(cell, vocab_size, num_classes, pad_id, embedding_size, hidden_size, num_layers,
                          bidirectional, dropout, embedding_dropout, rnn_dropout, pretrained_embeddings,
                          freeze_embeddings, aux_loss_weight, optimizer, lr_scheduler, scheduler_monitor,
-                         compile=compile)
+                         compile=compile, backend=backend)
 
     def feature_size(self) -> int:
         return self.rnn.hidden_size * self.rnn.num_directions + self.embedding.embedding_dim
@@ -272,13 +272,13 @@ class DocumentClassifier(SequenceClassifier):
                  freeze_embeddings: bool = False, aux_loss_weight: float = 1.0,
                  optimizer: OptimizerCallable = torch.optim.Adam,
                  lr_scheduler: Optional[LRSchedulerCallable] = None, scheduler_monitor: str = "val/loss",
-                 compile: bool = False) -> None:
+                 compile: bool = False, backend: Optional[str] = None) -> None:
         if readout not in READOUTS:
             raise ValueError(f"readout must be one of {', '.join(READOUTS)}, got {readout!r}.")
         super().__init__(cell, vocab_size, num_classes, pad_id, embedding_size, hidden_size, num_layers,
                          bidirectional, dropout, embedding_dropout, rnn_dropout, pretrained_embeddings,
                          freeze_embeddings, aux_loss_weight, optimizer, lr_scheduler, scheduler_monitor,
-                         compile=compile)
+                         compile=compile, backend=backend)
 
     def feature_size(self) -> int:
         return self.rnn.hidden_size * self.rnn.num_directions

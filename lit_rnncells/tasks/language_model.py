@@ -58,8 +58,8 @@ class LanguageModel(RecurrentTask):
                  scale_lr_with_seq_len: bool = False, nt_asgd: bool = False, nonmono: int = 5,
                  optimizer: OptimizerCallable = torch.optim.Adam,
                  lr_scheduler: Optional[LRSchedulerCallable] = None, scheduler_monitor: str = "val/loss",
-                 compile: bool = False) -> None:
-        super().__init__(cell, optimizer, lr_scheduler, scheduler_monitor, compile=compile)
+                 compile: bool = False, backend: Optional[str] = None) -> None:
+        super().__init__(cell, optimizer, lr_scheduler, scheduler_monitor, compile=compile, backend=backend)
         check_positive(vocab_size=vocab_size, embedding_size=embedding_size, hidden_size=hidden_size,
                        num_layers=num_layers, nonmono=nonmono)
         check_probability(dropout=dropout, dropout_h=dropout_h, dropout_i=dropout_i, dropout_e=dropout_e,

@@ -32,8 +32,8 @@ class LogicEvaluator(RecurrentTask):
     def __init__(self, cell: CellSpec = "GRU", vocab_size: int = 13, num_classes: int = 2, pad_id: int = 0,
                  embedding_size: int = 32, hidden_size: int = 8, num_layers: int = 1,
                  optimizer: OptimizerCallable = torch.optim.Adam,
-                 lr_scheduler: Optional[LRSchedulerCallable] = None, compile: bool = False) -> None:
-        super().__init__(cell, optimizer, lr_scheduler, compile=compile)
+                 lr_scheduler: Optional[LRSchedulerCallable] = None, compile: bool = False, backend: Optional[str] = None) -> None:
+        super().__init__(cell, optimizer, lr_scheduler, compile=compile, backend=backend)
         check_positive(vocab_size=vocab_size, num_classes=num_classes, embedding_size=embedding_size,
                        hidden_size=hidden_size, num_layers=num_layers)
         self.save_hyperparameters(ignore=["optimizer", "lr_scheduler"], logger=False)  # weights_only

@@ -42,8 +42,8 @@ from ..arguments import check_positive, check_probability
 from ..cells.base import RecurrentCell, State
 from ..nn.attention import ATTENTION_KINDS, Attention
 from ..nn.beam_search import Hypothesis, SearchConfig, search, select_batch
-from ..nn.compiled import compiled_step, use_compiled
-from ..nn.recurrent import Recurrent, map_state
+from ..nn.backend import Plan, resolve
+from ..nn.recurrent import Recurrent, map_state, step_cell
 from .base import CellSpec, RecurrentTask, cell_config, resolve_cell
 from .. import metrics
 
@@ -136,8 +136,8 @@ class Seq2Seq(RecurrentTask):
                  rouge_max_bytes: Optional[int] = None, rouge_multiref: Optional[str] = None,
                  optimizer: OptimizerCallable = torch.optim.Adam,
                  lr_scheduler: Optional[LRSchedulerCallable] = None, scheduler_monitor: str = "val/loss",
-                 compile: bool = False) -> None:
-        super().__init__(cell, optimizer, lr_scheduler, scheduler_monitor, compile=compile)
+                 compile: bool = False, backend: Optional[str] = None) -> None:
+        super().__init__(cell, optimizer, lr_scheduler, scheduler_monitor, compile=compile, backend=backend)
         encoder_layers = num_layers if encoder_layers is None else encoder_layers
         decoder_layers = num_layers if decoder_layers is None else decoder_layers
         output_size = hidden_size if output_size is None else output_size
@@ -199,7 +199,7 @@ class Seq2Seq(RecurrentTask):
         self.source_embedding = nn.Embedding(source_vocab_size, embedding_size, padding_idx=pad_id)
         self.target_embedding = nn.Embedding(target_vocab_size, embedding_size, padding_idx=pad_id)
         self.encoder = Recurrent(enc_factory, embedding_size, encoder_hidden_size, num_layers=encoder_layers,
-                                 bidirectional=True, dropout=dropout, batch_first=True, compile=compile)
+                                 bidirectional=True, dropout=dropout, batch_first=True, backend=self.backend)
         cells = []
         for layer in range(decoder_layers):
             built = dec_factory(embedding_size + self.output_size if layer == 0 else hidden_size, hidden_size)
@@ -344,6 +344,13 @@ class Seq2Seq(RecurrentTask):
         feed = enc.memory.new_zeros(batch, self.output_size)
         return tuple(layers), feed
 
+    def _decoder_plans(self, device_type: str) -> List[Plan]:
+        """The decoder cells' plans on ``device_type``: resolved from the backend table once per device type."""
+        plans = self.__dict__.setdefault("_plans_by_device", {})
+        if device_type not in plans:
+            plans[device_type] = [resolve(type(c), self.backend, device_type) for c in self.decoder_cells]
+        return plans[device_type]
+
     # --- the one decoder step --------------------------------------------------------------
     def _decoder_step(self, embedded: Tensor, embedded_out: Tensor, state: DecoderState, enc: EncoderOutput,
                       want_aux: bool = False, real_t: Optional[Tensor] = None
@@ -353,9 +360,9 @@ class Seq2Seq(RecurrentTask):
         attention weights (B, S) and the step's auxiliary loss (or None): per example, or summed over the
         real target rows ``real_t`` (B,) when given (teacher forcing gives them).
 
-        With ``compile`` the cells step through ``Recurrent``'s compiled loop body (where it compiles them,
-        see ``use_compiled``), which also keeps the state of the rows ``real_t`` marks padded (no real
-        position reads them under teacher forcing)."""
+        The cells step through :func:`~lit_rnncells.nn.recurrent.step_cell` under the task's ``backend`` (the
+        layer's compiled loop body where that compiles them, which also keeps the state of the rows ``real_t``
+        marks padded: no real position reads them under teacher forcing)."""
         layers, feed = state
         if self.query_before:  # Bahdanau: attend with s_{t−1}; c_t joins this step's input
             context, weights = self.attention(self.decoder_cells[-1].output(layers[-1]), enc.proj_keys, enc.memory,
@@ -363,22 +370,13 @@ class Seq2Seq(RecurrentTask):
             feed = context
         x = torch.cat([embedded, feed], -1)
         new_layers, aux = [], None
+        plans = self._decoder_plans(x.device.type)
         for i, c in enumerate(self.decoder_cells):
             if i > 0:
                 x = self.drop(x)
-            xp = c.project_input(x)
-            if self.compile_recurrence and use_compiled(c, xp.device):  # the layer's loop body, aux summed
-                st, a = compiled_step(c)(c, xp, layers[i], real_t, want_aux and c.has_aux_loss, False)
-                if a is not None:
-                    aux = a if aux is None else aux + a
-            elif want_aux and c.has_aux_loss:
-                st, a = c.step_with_aux(xp, layers[i])
-                if a is not None and real_t is not None:  # summed over the real rows, as the compiled step does
-                    a = (a * real_t.to(a.dtype)).sum()
-                if a is not None:
-                    aux = a if aux is None else aux + a
-            else:
-                st = c.step(xp, layers[i])
+            st, a = step_cell(c, c.project_input(x), layers[i], plans[i], real_t, want_aux)
+            if a is not None:
+                aux = a if aux is None else aux + a
             new_layers.append(st)
             x = c.output(st)
         if not self.query_before:  # Luong: attend with s_t

@@ -1,0 +1,140 @@
+"""``backend: graphs``: a cell's whole time loop, forward and backward, replayed as CUDA graphs.
+
+The input projection runs outside (one large matmul, as in every backend); the step loop over all T steps,
+the masks, the outputs and the auxiliary loss run inside one captured graph per (cell, batch size, length,
+dtype, training or not, gradients or not, autocast), built by ``torch.cuda.make_graphed_callables`` when
+gradients are on (it captures the backward too) and by one ``torch.cuda.CUDAGraph`` without them. Later
+batches of that shape replay it: one launch for what the eager loop launches per step. Padded tasks keep the
+shapes few with the DataModules' ``length_buckets``. Graphs are kept in a capped cache (:data:`MAX_GRAPHS`,
+least recently used dropped first); each capture prints the count and the memory the graphs hold.
+
+Inside the capture runs the eager loop (:func:`~lit_rnncells.nn.loop.run_loop`), so values are the loop's
+exactly. The loop reads no value back to the host (the mask is a tensor, every step masked), so it captures.
+Needs CUDA; parameters must stay the same tensors between calls (DropConnect, which swaps in dropped copies
+of a weight each step, does not suit it).
+"""
+from __future__ import annotations
+
+import sys
+import time
+from collections import OrderedDict
+from typing import Callable, Dict, Optional, Tuple
+
+import torch
+from torch import Tensor, nn
+
+from ..cells.base import RecurrentCell, State
+from .loop import run_loop
+
+MAX_GRAPHS = 32
+"""At most this many captured loops are kept per process (each holds its own activation memory)."""
+
+_GRAPHS: "OrderedDict[tuple, Tuple[Callable, int]]" = OrderedDict()  # key -> (replay function, bytes held)
+
+
+class _WholeLoop(nn.Module):
+    """The step loop as a module of tensors only: ``(x_proj, mask, *state leaves) -> (out, aux, *final)``."""
+
+    def __init__(self, cell: RecurrentCell, tuple_state: bool, use_aux: bool, keep_precision: bool) -> None:
+        super().__init__()
+        self.cell = cell
+        self.tuple_state, self.use_aux, self.keep_precision = tuple_state, use_aux, keep_precision
+
+    def forward(self, x_proj: Tensor, mask: Tensor, *leaves: Tensor) -> Tuple[Tensor, ...]:
+        state: State = tuple(leaves) if self.tuple_state else leaves[0]
+        out, final, aux = run_loop(self.cell, x_proj, state, mask, self.use_aux, self.keep_precision,
+                                   projected=True)
+        aux = out.new_zeros(()) if aux is None else aux
+        return (out, aux, *(final if isinstance(final, tuple) else (final,)))
+
+
+def _capture_forward(loop: _WholeLoop, args: Tuple[Tensor, ...]) -> Callable:
+    """A forward-only graph of ``loop`` (no gradients): static inputs copied in, outputs cloned out."""
+    static_in = tuple(a.clone() for a in args)
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        loop(*static_in)  # warm up (lazy initialisation, cuBLAS workspaces) off the capture
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        static_out = loop(*static_in)
+
+    def replay(*inputs: Tensor) -> Tuple[Tensor, ...]:
+        for static, given in zip(static_in, inputs):
+            static.copy_(given)
+        graph.replay()
+        return static_out
+
+    replay.graph = graph  # type: ignore[attr-defined]  (kept alive with the function)
+    return replay
+
+
+def _key(cell: RecurrentCell, args: Tuple[Tensor, ...], use_aux: bool, keep_precision: bool) -> tuple:
+    autocast = torch.is_autocast_enabled("cuda")
+    return (id(cell), cell.training, torch.is_grad_enabled(), use_aux, keep_precision,
+            autocast and torch.get_autocast_dtype("cuda"),
+            tuple((tuple(a.shape), a.dtype, a.requires_grad, a.device) for a in args))
+
+
+def _graphed(cell: RecurrentCell, args: Tuple[Tensor, ...], tuple_state: bool, use_aux: bool,
+             keep_precision: bool) -> Callable:
+    """The cached replay function for this call's shape, captured on first sight."""
+    key = _key(cell, args, use_aux, keep_precision)
+    hit = _GRAPHS.get(key)
+    if hit is not None:
+        _GRAPHS.move_to_end(key)
+        return hit[0]
+    while len(_GRAPHS) >= MAX_GRAPHS:
+        _GRAPHS.popitem(last=False)
+    torch.cuda.synchronize()
+    before, started = torch.cuda.memory_reserved(), time.perf_counter()
+    loop = _WholeLoop(cell, tuple_state, use_aux, keep_precision).train(cell.training)
+    if torch.is_grad_enabled():
+        # Fresh tensors become the graph's static inputs (the real ones are copied in at each call), so the
+        # capture and its warm-up runs stay out of the caller's autograd graph.
+        sample = tuple(a.detach().clone().requires_grad_(a.requires_grad) for a in args)
+        fn = torch.cuda.make_graphed_callables(loop, sample, allow_unused_input=True)
+    else:
+        fn = _capture_forward(loop, args)
+    torch.cuda.synchronize()
+    held = max(torch.cuda.memory_reserved() - before, 0)
+    _GRAPHS[key] = (fn, held)
+    print(f"recurrence graphs: captured {type(cell).__name__} at batch {args[0].shape[1]}, length "
+          f"{args[0].shape[0]}{'' if torch.is_grad_enabled() else ', no gradients'} in "
+          f"{time.perf_counter() - started:.1f} s; {len(_GRAPHS)} held (at most {MAX_GRAPHS}), "
+          f"{sum(h for _, h in _GRAPHS.values()) / 2**20:.0f} MiB", file=sys.stderr, flush=True)
+    return fn
+
+
+def graph_stats() -> Dict[str, int]:
+    """How many captured loops this process holds and the memory they took when captured (bytes)."""
+    return {"graphs": len(_GRAPHS), "bytes": sum(h for _, h in _GRAPHS.values())}
+
+
+def clear_graphs() -> None:
+    """Drop every captured loop (their memory goes back to torch's allocator)."""
+    _GRAPHS.clear()
+
+
+def run_graphed(cell: RecurrentCell, x: Tensor, state: State, mask: Optional[Tensor], use_aux: bool,
+                keep_precision: bool) -> Tuple[Tensor, State, Optional[Tensor]]:
+    """:func:`~lit_rnncells.nn.recurrent.run_cell`'s loop as a replayed CUDA graph; the same values."""
+    if x.device.type != "cuda":
+        raise ValueError(f"backend='graphs' needs a CUDA device; this layer runs on {x.device.type}: use backend "
+                         "auto, loop or compiled there")
+    x_proj = cell.project_input(x)  # hoisted: one matmul for all steps, outside the graph
+    if mask is None:  # one graph for padded and unpadded batches of a shape
+        mask = torch.ones(x.shape[:2], dtype=torch.bool, device=x.device)
+    tuple_state = isinstance(state, tuple)
+    args = (x_proj, mask, *(state if tuple_state else (state,)))
+    autocast = torch.is_autocast_enabled("cuda")
+    # Autocast's cache of cast weights would hand the graph tensors freed after the outer region: none inside.
+    context = torch.autocast("cuda", dtype=torch.get_autocast_dtype("cuda"), cache_enabled=False) if autocast \
+        else torch.autocast("cuda", enabled=False)
+    with context:
+        fn = _graphed(cell, args, tuple_state, use_aux, keep_precision)
+        # Each replay writes into the same memory: clone, so a later replay leaves this call's results alone.
+        out, aux, *final = (t.clone() for t in fn(*args))
+    final_state: State = tuple(final) if tuple_state else final[0]
+    return out, final_state, aux if use_aux and cell.has_aux_loss else None

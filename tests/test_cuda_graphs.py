@@ -1,0 +1,103 @@
+"""``backend: graphs`` on a CUDA device: the whole time loop replayed as one CUDA graph equals the step loop.
+
+For every registered cell and a user's cell (the README's), two layers, one and two directions, padded and
+unpadded batches, forward and backward: outputs, final state, auxiliary loss and every parameter's gradient,
+on the first call (capture) and on later calls of the same shape with other values (replay); without gradients
+too; under bf16 autocast within bf16's tolerance; and the cache of graphs stays within its cap.
+
+Marked ``cuda``; skipped, with the reason, where torch sees no CUDA device (``-m cuda`` selects them).
+"""
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+
+from lit_rnncells.nn import Recurrent
+from lit_rnncells.nn import graphs
+
+from .cell_cases import cell_cases
+from .test_compiled import INPUT, HIDDEN, _Newcomer, _assert_same, _run
+
+CASES = dict(cell_cases(), MinimalRNN=_Newcomer)
+NO_GPU = "needs a CUDA device; torch.cuda.is_available() is False on this machine"
+pytestmark = [pytest.mark.cuda, pytest.mark.skipif(not torch.cuda.is_available(), reason=NO_GPU)]
+
+
+@pytest.fixture(autouse=True)
+def full_precision(monkeypatch):
+    """float32 against float32: no TF32 in cuDNN or matmuls while comparing."""
+    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", False)
+    monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", False)
+    graphs.clear_graphs()
+    yield
+    graphs.clear_graphs()
+
+
+def _pair(name: str, bidirectional: bool):
+    torch.manual_seed(0)
+    loop = Recurrent(CASES[name], INPUT, HIDDEN, num_layers=2, bidirectional=bidirectional, batch_first=True,
+                     backend="loop").cuda()
+    graphed = copy.deepcopy(loop)
+    graphed.backend = "graphs"
+    return loop, graphed
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_graphs_equal_the_loop_for_every_cell(name: str) -> None:
+    for bidirectional in (False, True):
+        loop, graphed = _pair(name, bidirectional)
+        for lengths in (None, torch.tensor([5, 2, 4], device="cuda")):
+            for seed in (1, 2):  # the first call captures, the second replays with other values
+                x = torch.randn(3, 5, INPUT, generator=torch.Generator().manual_seed(seed)).cuda()
+                _assert_same(_run(loop, x, lengths), _run(graphed, x, lengths), atol=1e-4, rtol=1e-3)
+    assert graphs.graph_stats()["graphs"] >= 1 or not any(
+        p.step == "graphs" for p in graphed.plans("cuda"))  # cells auto runs fused keep their kernel
+
+
+@pytest.mark.parametrize("name", ["SatMZU", "CARU", "MuFuRU", "MultiChannel(LSTM,n=4)", "MinimalRNN"])
+def test_graphs_without_gradients_equal_the_loop(name: str) -> None:
+    loop, graphed = _pair(name, bidirectional=True)
+    for seed in (1, 2, 3):
+        x = torch.randn(4, 6, INPUT, generator=torch.Generator().manual_seed(seed)).cuda()
+        lengths = torch.tensor([6, 1, 4, 5], device="cuda")
+        with torch.no_grad():
+            want, want_state = loop(x, lengths=lengths)
+            got, got_state = graphed(x, lengths=lengths)
+        torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-4)
+        for a, b in zip(got_state if isinstance(got_state, tuple) else (got_state,),
+                        want_state if isinstance(want_state, tuple) else (want_state,)):
+            torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize("name", ["GRUDT", "SatMZU", "GcnMZU", "CapMZU", "MuFuRU"])
+def test_graphs_under_bf16_autocast_equal_the_loop_within_bf16(name: str) -> None:
+    loop, graphed = _pair(name, bidirectional=True)
+    x = torch.randn(3, 5, INPUT, generator=torch.Generator().manual_seed(2)).cuda()
+    lengths = torch.tensor([5, 3, 1], device="cuda")
+    for _ in range(2):
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            want, got = _run(loop, x, lengths), _run(graphed, x, lengths)
+        assert got["state"][0].dtype == torch.float32
+        _assert_same(want, got, atol=3e-2, rtol=3e-2, gradient_atol_of_largest=5e-2)
+
+
+def test_the_cache_of_graphs_is_capped_and_counted(monkeypatch, capsys) -> None:
+    monkeypatch.setattr(graphs, "MAX_GRAPHS", 2)
+    _, graphed = _pair("SatMZU", bidirectional=False)
+    for steps in (3, 4, 5, 6):
+        graphed(torch.randn(2, steps, INPUT, device="cuda"))[0].sum().backward()
+    stats = graphs.graph_stats()
+    assert stats["graphs"] == 2 and stats["bytes"] >= 0
+    out = capsys.readouterr().err
+    assert out.count("recurrence graphs: captured SatMZU") == 8  # two layers x four lengths
+    assert "held (at most 2)" in out and "MiB" in out
+
+
+def test_the_choice_is_printed_with_the_whole_sequence(capsys) -> None:
+    from lit_rnncells.nn import backend
+
+    backend._said.discard("plan SatMZU cuda graphs")
+    Recurrent("SatMZU", INPUT, HIDDEN, backend="graphs").cuda()(torch.randn(4, 2, INPUT, device="cuda"))
+    assert "recurrence: SatMZU on cuda: graphs (whole sequence" in capsys.readouterr().err
