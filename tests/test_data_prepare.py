@@ -521,3 +521,64 @@ def test_prepare_gigaword_lays_out_the_harvardnlp_archive(tmp_path, capsys, monk
                        "valid.article.filter.txt": "g h i\n", "valid.title.filter.txt": "g h\n",
                        "test.article.txt": "j k l\n", "test.title.txt": "j UNK\n"}
     assert code == 1 and "gigaword article-title train has 2 pairs, the official release 3,803,957" in out
+
+
+# --- issue 33, section 4: prepare's messages about the user's own files and a short mirror copy -----------------
+def test_a_non_release_archive_in_the_folder_the_project_reads_is_never_to_be_deleted(tmp_path, capsys):
+    """``prepare imdb --source <the folder the DataModule reads>`` with an archive that is not the release: the
+    archive is the user's own copy, kept, and the message does not tell them to delete it."""
+    folder = tmp_path / "imdb"
+    folder.mkdir()
+    (folder / "aclImdb_v1.tar.gz").write_bytes(b"my own archive\n")
+    code, out = run(capsys, "prepare", "imdb", "--source", str(folder), "--dest", str(folder), "--force")
+    errors = [line for line in out.splitlines() if line.startswith("error: ")]
+    assert code == 1 and len(errors) == 1, out
+    assert "aclImdb_v1.tar.gz has 15 bytes, the release 84,125,825" in errors[0]
+    assert "is your own copy and was left as it is" in errors[0] and "delete" not in errors[0]
+    assert (folder / "aclImdb_v1.tar.gz").read_bytes() == b"my own archive\n"
+
+
+def test_an_archive_without_the_release_members_given_with_source_is_kept(tmp_path, capsys):
+    with tarfile.open(tmp_path / "de-en.tgz", "w:gz") as tar:
+        tar.addfile(tarfile.TarInfo("de-en/README"), io.BytesIO(b""))
+    code, out = run(capsys, "prepare", "iwslt14", "--source", str(tmp_path), "--dest", str(tmp_path / "out"))
+    assert code == 1 and "is your own copy and was left as it is" in out and "delete" not in out
+    assert (tmp_path / "de-en.tgz").is_file()
+
+
+def test_source_given_a_file_says_it_takes_a_folder(tmp_path, capsys):
+    (tmp_path / "aclImdb_v1.tar.gz").write_bytes(b"x")
+    code, out = run(capsys, "prepare", "imdb", "--source", str(tmp_path / "aclImdb_v1.tar.gz"), "--dest",
+                    str(tmp_path / "out"))
+    assert code == 1 and out.count("error: ") == 1, out
+    assert f"--source takes the folder that holds the release files: pass --source {tmp_path}" in out
+
+
+def sst_from(monkeypatch, data: bytes, size: int) -> None:
+    """``sst``'s release file is ``data`` as far as prepare knows (size ``size``, the sha256 of ``data``)."""
+    real = known.KNOWN["sst"]
+    source = Source(real.sources[0].url, real.sources[0].filename, size, hashlib.sha256(data).hexdigest(),
+                    provenance="the test")
+    monkeypatch.setitem(known.KNOWN, "sst", Dataset("sst", real.title, real.datamodule, (source,), real.layouts, ""))
+
+
+@pytest.mark.parametrize("mirror_kind", ["file", "http"])
+def test_a_truncated_file_on_a_mirror_says_the_mirrors_copy_is_short(mirror_kind, server, capsys, tmp_path,
+                                                                       monkeypatch):
+    """The mirror's copy is short: every run says so, with both sizes (not "run prepare again to resume it",
+    which can never complete it)."""
+    sst_from(monkeypatch, PAYLOAD, len(PAYLOAD))
+    if mirror_kind == "file":
+        (tmp_path / "mirror").mkdir()
+        (tmp_path / "mirror" / "trainDevTestTrees_PTB.zip").write_bytes(PAYLOAD[:5000])
+        mirror = (tmp_path / "mirror").as_uri()
+    else:
+        _Handler.files["trainDevTestTrees_PTB.zip"] = PAYLOAD[:5000]
+        mirror = server
+    for _ in range(2):
+        code, out = run(capsys, "prepare", "sst", "--dest", str(tmp_path / "sst"), "--mirror", mirror)
+        errors = [line for line in out.splitlines() if line.startswith("error: ")]
+        assert code == 1 and len(errors) == 1, out
+        assert "the copy of trainDevTestTrees_PTB.zip has 5,000 bytes, the release 16,384" in errors[0]
+        assert "that copy is short (truncated)" in errors[0] and "resume" not in errors[0]
+

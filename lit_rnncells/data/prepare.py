@@ -16,7 +16,7 @@ import zipfile
 from pathlib import Path
 from typing import Callable, Dict, List, Optional
 
-from .fetch import PrepareError, download, from_source
+from .fetch import PrepareError, download, from_source, redo
 from .known import ENWIK8_MD5, KNOWN, Dataset
 
 __all__ = ["PrepareError", "prepare"]
@@ -37,8 +37,7 @@ def _verify_md5(name: str, data: bytes, expected: Optional[str], archive: Path, 
         return
     got = hashlib.md5(data).hexdigest()
     if got != expected:
-        raise PrepareError(f"{name} in {archive.name} has MD5 {got}, {publisher} {expected}; delete {archive.name} "
-                           "and run prepare again")
+        raise PrepareError(f"{name} in {archive.name} has MD5 {got}, {publisher} {expected}; {redo(archive)}")
 
 
 def _members(archive: Path, wanted: Dict[str, str]) -> Dict[str, bytes]:
@@ -58,8 +57,8 @@ def _members(archive: Path, wanted: Dict[str, str]) -> Dict[str, bytes]:
                         found[out] = tar.extractfile(member).read()  # type: ignore[union-attr]
     missing = sorted(set(wanted.values()) - set(found))
     if missing:
-        raise PrepareError(f"{archive.name} lacks the members for {missing}; it is not the expected release, "
-                           "delete it and run prepare again")
+        raise PrepareError(f"{archive.name} lacks the members for {missing}; it is not the expected release: "
+                           f"{redo(archive)}")
     return found
 
 
@@ -91,7 +90,7 @@ def _iwslt14(archives: List[Path], folder: Path, log: Log) -> None:
     try:
         iwslt14.prepare(archives[0], folder, log)
     except (ValueError, tarfile.TarError) as err:
-        raise PrepareError(f"{err}; delete {archives[0]} and run prepare again") from None
+        raise PrepareError(f"{err}; {redo(archives[0])}") from None
 
 
 def _gigaword(archives: List[Path], folder: Path, log: Log) -> None:
