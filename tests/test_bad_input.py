@@ -757,3 +757,22 @@ def test_the_catalogue_is_large_enough():
     probes = len(CLI_PROBES) + len(LM_PROBES) + sum(1 for name in globals() if name.startswith("test_")) - 3
     claim = re.search(r"over (\d+) such mistakes", (ROOT / "docs" / "reliability.md").read_text())
     assert claim is not None and probes > int(claim[1]) >= 40, (probes, claim)
+
+
+# --- issue 33, section 4 -----------------------------------------------------------------------------------
+@pytest.mark.parametrize("task", ["imdb", "absa", "seq2seq"])
+def test_a_blank_predict_line_is_refused_the_same_way_by_every_task(task, seq2seq_checkpoint, workdir, capsys,
+                                                                     tmp_path):
+    """IMDB used to label blank lines (``positive 0.5540`` each); every task now names the line, in one sentence."""
+    lines = workdir / "input.txt"
+    if task == "seq2seq":
+        args, ckpt = parallel_args(seq2seq_checkpoint["data"]), seq2seq_checkpoint["ckpt"]
+        lines.write_text("ein mann .\n\nzwei hunde .\n")
+    else:
+        args = imdb_args(write_imdb(tmp_path / "imdb")) if task == "imdb" else absa_args(write_semeval(tmp_path / "s"))
+        assert run(["fit", *args, "--trainer.logger", "false", "--trainer.default_root_dir", str(tmp_path / "run")]) == 0
+        ckpt = next((tmp_path / "run").rglob("*.ckpt"))
+        lines.write_text("a good film\t film\n  \nbad\tbad\n" if task == "absa" else "a good film\n  \nbad\n")
+    expect_error(capsys, workdir, ["predict", *args, "--ckpt_path", str(ckpt), "--data.init_args.predict_file",
+                                   str(lines)], "Line 2 of", "is empty; evaluation and predict inputs need text on "
+                                                             "every line", code=2)

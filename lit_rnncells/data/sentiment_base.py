@@ -14,7 +14,7 @@ from torch import Tensor
 from torch.utils.data import DataLoader
 
 from ..cells.base import check_positive
-from ..paths import read_stdin, read_text_file
+from ..paths import check_no_blank_lines, read_stdin, read_text_file
 from .batching import BucketedBatches, ResumableBatchesMixin, batch_loader
 from .check import SplitCheckMixin
 from .checkpoint_state import datamodule_state
@@ -195,7 +195,10 @@ class SentimentDataModule(SplitCheckMixin, ResumableBatchesMixin, LightningDataM
             if not self.predict_file:
                 raise ValueError("predict needs data.init_args.predict_file: a text file (or '-' for stdin), "
                                  "one input per line.")
-            self.predict_items = self._predict_items(read_lines(self.predict_file))
+            lines = read_lines(self.predict_file)
+            check_no_blank_lines(lines, "standard input" if self.predict_file == "-" else
+                                 f"predict_file {self.predict_file!r}")
+            self.predict_items = self._predict_items(lines)
             if not self.predict_items:
                 raise ValueError(f"predict_file {self.predict_file!r} has no lines; give one input per line.")
 

@@ -49,7 +49,7 @@ from torch.utils.data import DataLoader
 
 from ..cells.base import check_positive
 from . import hub
-from ..paths import read_stdin, read_text_file
+from ..paths import check_no_blank_lines, read_stdin, read_text_file
 from .check import SplitCheckMixin
 from . import duc
 from .batching import BucketedBatches, ResumableBatchesMixin, batch_loader, pad_batch
@@ -126,10 +126,7 @@ def check_parallel(source: Lines, target: Lines, source_name: str, target_name: 
 
 def check_no_empty(lines: Lines, name: str) -> None:
     """Evaluation and predict inputs may not hold empty lines (the policy for those splits)."""
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            raise ValueError(f"Line {number} of {name} is empty; evaluation and predict inputs need text on "
-                             "every line (remove the line, or its pair in both files).")
+    check_no_blank_lines(lines, name)
 
 
 def hub_alternative(dataset: str) -> str:
