@@ -27,7 +27,7 @@ from .data.checkpoint_state import read_checkpoint
 from .errors import user_message
 from .progress import LineProgress, wants_line_progress
 from .quiet import quiet_known_noise, quiet_mid_epoch_resume_warning
-from .start_checks import check_accelerator, check_output_paths, report_start
+from .start_checks import check_accelerator, check_output_paths, check_validation_interval, report_start
 from . import run_folder as _run_folder
 from .tasks.base import RecurrentTask
 
@@ -178,6 +178,8 @@ class LitRNNCellsCLI(LightningCLI):
         trainer = config.get("trainer")
         check_accelerator(trainer)
         check_output_paths(trainer)
+        if self.subcommand in ("fit", None):  # None: a caller fits (compare's runs)
+            check_validation_interval(trainer, data)
         logger = trainer.get("logger") if trainer is not None else None
         if self.subcommand in ("test", "validate", "predict") and getattr(logger, "get", None) is not None \
                 and logger.get("class_path") == DEFAULT_LOGGER:

@@ -776,3 +776,28 @@ def test_a_blank_predict_line_is_refused_the_same_way_by_every_task(task, seq2se
     expect_error(capsys, workdir, ["predict", *args, "--ckpt_path", str(ckpt), "--data.init_args.predict_file",
                                    str(lines)], "Line 2 of", "is empty; evaluation and predict inputs need text on "
                                                              "every line", code=2)
+
+
+def write_corpus(folder: Path) -> Path:
+    """A tiny character corpus ``{train,valid,test}.txt`` of random word sequences (splits that do not overlap)."""
+    import random
+
+    rng = random.Random(0)
+    words = "the quick brown fox jumps over lazy dog a cat sat on mat and ran far away".split()
+    folder.mkdir(parents=True, exist_ok=True)
+    for split, n in (("train", 300), ("valid", 40), ("test", 40)):
+        (folder / f"{split}.txt").write_text("".join(" ".join(rng.choices(words, k=8)) + "\n" for _ in range(n)))
+    return folder
+
+
+def corpus_args(folder: Path) -> List[str]:
+    return ["--config", LM, *QUIET, *TINY_LM, "--data.init_args.dataset", "text", "--data.init_args.level", "char",
+            "--data.init_args.data_dir", str(folder)]
+
+
+def test_variable_bptt_with_a_fractional_validation_interval(workdir, capsys):
+    """Lightning refused it only once training started, in a 62-line traceback."""
+    expect_error(capsys, workdir, ["fit", *corpus_args(write_corpus(workdir / "corpus")), "--data.init_args."
+                                   "variable_bptt", "true", "--trainer.val_check_interval", "0.5"],
+                 "--trainer.val_check_interval 0.5 is a fraction of an epoch", "variable_bptt true",
+                 "number of training batches", code=2)
