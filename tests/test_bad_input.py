@@ -801,3 +801,65 @@ def test_variable_bptt_with_a_fractional_validation_interval(workdir, capsys):
                                    "variable_bptt", "true", "--trainer.val_check_interval", "0.5"],
                  "--trainer.val_check_interval 0.5 is a fraction of an epoch", "variable_bptt true",
                  "number of training batches", code=2)
+
+
+def run_unprivileged(args: List[str], cwd: Path, env: Optional[Dict[str, str]] = None):
+    """``python -m lit_rnncells <args>`` in a subprocess where folder permissions hold: as root, through
+    ``setpriv`` without capabilities (so a read-only folder is read-only); skipped when that is not possible."""
+    import subprocess
+    import sys
+
+    prefix: List[str] = []
+    if os.geteuid() == 0:
+        if shutil.which("setpriv") is None:
+            pytest.skip("running as root without setpriv: a read-only folder cannot be made read-only for root")
+        prefix = ["setpriv", "--inh-caps=-all", "--bounding-set=-all", "--"]
+    full_env = {**os.environ, "PYTHONPATH": str(ROOT), "WANDB_MODE": "disabled", **(env or {})}
+    done = subprocess.run([*prefix, sys.executable, "-m", "lit_rnncells", *args], cwd=cwd, env=full_env,
+                          capture_output=True, text=True, timeout=300)
+    if "setpriv" in done.stderr and done.returncode != 0 and "error: " not in done.stderr:
+        pytest.skip(f"setpriv cannot drop capabilities here: {done.stderr.strip()[-200:]}")
+    return done
+
+
+@pytest.mark.parametrize("where", ["the working folder (runs/ under it)", "--run_dir"])
+def test_a_read_only_run_folder(where, tmp_path):
+    """A 28-line PermissionError traceback before; now one sentence naming the folder and the way out."""
+    read_only = tmp_path / "read-only"
+    read_only.mkdir()
+    read_only.chmod(0o555)
+    try:
+        extra = ["--run_dir", str(read_only / "run")] if where == "--run_dir" else []
+        done = run_unprivileged(["fit", "--config", LOGIC, *TINY_LOGIC, *QUIET, "--trainer.logger", "false", *extra],
+                                cwd=read_only if not extra else tmp_path)
+    finally:
+        read_only.chmod(0o755)
+    lines = [ln for ln in done.stderr.splitlines() if ln.startswith("error: ")]
+    assert done.returncode == 2 and len(lines) == 1 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    assert f"Cannot write the run folder {read_only}" in lines[0] and "Permission denied" in lines[0]
+    assert "pass --run_dir <a folder you can write to>" in lines[0]
+    assert list(read_only.iterdir()) == []
+
+
+def test_a_cache_variable_naming_a_file(workdir, capsys, monkeypatch):
+    """LIT_RNNCELLS_CACHE pointing at a file gave an 86-line double traceback."""
+    (workdir / "cache.txt").write_text("mine\n")
+    monkeypatch.setenv("LIT_RNNCELLS_CACHE", str(workdir / "cache.txt"))
+    expect_error(capsys, workdir, ["fit", *corpus_args(write_corpus(workdir / "corpus"))],
+                 f"LIT_RNNCELLS_CACHE '{workdir / 'cache.txt'}' is a file, not a folder",
+                 "set LIT_RNNCELLS_CACHE to a folder you can write to", "--data.init_args.cache_dir ''", code=2)
+    assert (workdir / "cache.txt").read_text() == "mine\n"
+
+
+def test_a_read_only_cache_folder(tmp_path):
+    read_only = tmp_path / "cache"
+    read_only.mkdir()
+    read_only.chmod(0o555)
+    try:
+        done = run_unprivileged(["fit", *corpus_args(write_corpus(tmp_path / "corpus")), "--trainer.logger", "false"],
+                                cwd=tmp_path, env={"LIT_RNNCELLS_CACHE": str(read_only)})
+    finally:
+        read_only.chmod(0o755)
+    lines = [ln for ln in done.stderr.splitlines() if ln.startswith("error: ")]
+    assert done.returncode == 2 and len(lines) == 1 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    assert f"Cannot write the cache folder {read_only} (Permission denied)" in lines[0]
