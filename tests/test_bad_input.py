@@ -863,3 +863,34 @@ def test_a_read_only_cache_folder(tmp_path):
     lines = [ln for ln in done.stderr.splitlines() if ln.startswith("error: ")]
     assert done.returncode == 2 and len(lines) == 1 and "Traceback" not in done.stderr, done.stderr[-3000:]
     assert f"Cannot write the cache folder {read_only} (Permission denied)" in lines[0]
+
+
+def test_a_mistyped_relative_data_dir_says_no_local_folder_exists(workdir, capsys, monkeypatch, tmp_path):
+    """``data/ptbb`` (no ``data/`` here) has the shape of a hub id: it is said at once, before the hub is tried
+    (which took 48 s of retries), that no local folder of that name exists, and the error says it again."""
+    from tests.hub_stub import HubStub
+
+    HubStub(tmp_path, monkeypatch)  # an empty hub cache, offline
+    monkeypatch.delenv("LIT_RNNCELLS_DATA", raising=False)
+    expect_error(capsys, workdir, ["fit", "--config", LM, *QUIET, *TINY_LM, "--data.init_args.data_dir", "data/ptbb"],
+                 "Could not load 'data/ptbb' from the Hugging Face hub",
+                 f"no local folder 'data/ptbb' exists (in {workdir}) either: if you meant a local folder, fix the path")
+
+
+def test_a_mistyped_relative_data_dir_is_named_before_the_hub_is_tried(workdir, monkeypatch, tmp_path):
+    from lit_rnncells.data import hub
+    from tests.hub_stub import HubStub
+
+    HubStub(tmp_path, monkeypatch)
+    monkeypatch.chdir(workdir)
+    with pytest.warns(UserWarning, match=r"data_dir 'data/ptbb': no local folder 'data/ptbb' exists .* read as a "
+                                         "Hugging Face hub dataset; if you meant a local folder, fix the path"):
+        with pytest.raises(hub.HubError):
+            hub.load_splits("data/ptbb", ("train",), "a local copy")
+
+
+def test_a_hub_name_without_its_owner_names_the_hub_form(workdir, capsys, monkeypatch):
+    monkeypatch.delenv("LIT_RNNCELLS_DATA", raising=False)
+    expect_error(capsys, workdir, ["fit", "--config", LM, *QUIET, *TINY_LM, "--data.init_args.data_dir",
+                                   "ptb_text_only"], "Corpus folder 'ptb_text_only' does not exist",
+                 "a hub dataset is named owner/name: did you mean 'ptb-text-only/ptb_text_only'?")

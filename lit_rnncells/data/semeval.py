@@ -118,8 +118,11 @@ def local_paths(folder: Path, domain: str) -> Dict[str, Path]:
         raise NotADirectoryError(f"data_dir {str(folder)!r} is a file; it must be the folder holding "
                                  f"{sorted(names.values())}.")
     if not folder.is_dir():
-        raise FileNotFoundError(f"SemEval-2014 folder {str(folder)!r} does not exist; set data.init_args.data_dir "
-                                f"to the folder holding {sorted(names.values())}.")
+        from . import hub
+
+        raise FileNotFoundError(f"SemEval-2014 folder {str(folder)!r} does not exist"
+                                f"{hub.owner_hint(str(folder))}; set data.init_args.data_dir to the folder holding "
+                                f"{sorted(names.values())}.")
     paths = {split: folder / name for split, name in names.items()}
     for path in paths.values():
         if not path.is_file():

@@ -331,7 +331,8 @@ class TranslationDataModule(SplitCheckMixin, ResumableBatchesMixin, LightningDat
             if not folder.is_dir() and self.dataset in LOCAL_ONLY:
                 raise FileNotFoundError(IWSLT14_MISSING.format(where=f"{str(folder)!r} does not exist"))
             if not folder.is_dir():
-                raise FileNotFoundError(f"Corpus folder {str(folder)!r} does not exist; set data.init_args.data_dir "
+                raise FileNotFoundError(f"Corpus folder {str(folder)!r} does not exist{hub.owner_hint(str(folder))}; "
+                                        "set data.init_args.data_dir "
                                         f"to the folder holding the {self.dataset} files, or a hub id.")
             pattern = LOCAL_FILES[self.dataset][split]
             paths = [folder / pattern.format(lang) for lang in (self.source_language, self.target_language)]
