@@ -13,7 +13,9 @@ import importlib
 import inspect
 import re
 from pathlib import Path
-from typing import Iterator, List, Optional, Sequence
+from typing import Iterator, List, Optional
+
+from .cells.registry import no_option_message  # noqa: F401  (re-exported: compare and the CLI share it)
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 USER_ERRORS = (ValueError, TypeError, FileNotFoundError, NotADirectoryError, IsADirectoryError, KeyError,
@@ -43,16 +45,6 @@ def _raised_by_us(error: BaseException) -> bool:
     return Path(tb.tb_frame.f_code.co_filename).resolve().is_relative_to(PACKAGE_DIR)
 
 
-def no_option_message(name: str, option: str, accepted: Optional[Sequence[str]]) -> str:
-    """``<name> has no option '<option>'. Did you mean '<close>'? <name> accepts: ...`` (``accepted`` None: the
-    first sentence only)."""
-    if accepted is None:
-        return f"{name} has no option '{option}'."
-    close = difflib.get_close_matches(option, accepted, n=1)
-    hint = f" Did you mean '{close[0]}'?" if close else ""
-    return f"{name} has no option '{option}'.{hint} {name} accepts: {', '.join(accepted)}."
-
-
 def _constructor_options(class_path: str) -> Optional[List[str]]:
     """The constructor options of a class given by its import path (None when it cannot be imported)."""
     try:
@@ -63,7 +55,8 @@ def _constructor_options(class_path: str) -> Optional[List[str]]:
         return None
 
 
-_NESTED_CELL = re.compile(r"NestedArg\(key='((?:[\w]+\.)*cell)(?:\.(\w+))?', val=(.*)\)\s*$", re.M)
+_NESTED_CELL = re.compile(r"NestedArg\(key='((?:[\w]+\.)*cell)(?:\.((?:init_args\.)?)(\w+))?', val=(.*)\)\s*$",
+                          re.M)
 
 
 def _cell_option_message(text: str) -> Optional[str]:
@@ -76,16 +69,17 @@ def _cell_option_message(text: str) -> Optional[str]:
     match = _NESTED_CELL.search(text)
     if match is None:
         return None
-    key, option, value = match.groups()
-    if option is not None:  # --model.init_args.cell.<option> <value>
+    key, middle, option, value = match.groups()
+    if option is not None:  # --model.init_args.cell.<option> <value> (or cell.init_args.<option>)
+        flag = f"--model.init_args.{key}.{middle or ''}{option}"
         having = [name for name in available_cells() if option in cell_options(get_cell(name))]
         if having:
-            return (f"The cell given has no option '{option}' (--model.init_args.{key}.{option}); '{option}' is an "
+            return (f"The cell given has no option '{option}' ({flag}); '{option}' is an "
                     f"option of {', '.join(having)}: name one of those with --model.init_args.{key}.")
         close = sorted({m for name in available_cells() for m in
                         difflib.get_close_matches(option, cell_options(get_cell(name)), n=1)})
         hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
-        return (f"No cell has the option '{option}' (--model.init_args.{key}.{option}).{hint} Give the cell's "
+        return (f"No cell has the option '{option}' ({flag}).{hint} Give the cell's "
                 f"options with its name, e.g. --model.init_args.{key} '{{\"class_path\": \"SatMZU\", "
                 f"\"init_args\": {{\"zones\": 4}}}}'.")
     try:

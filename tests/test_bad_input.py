@@ -617,6 +617,12 @@ CELL_SPEC_PROBES = {
                                          ["No cell has the option 'zonez'", "Did you mean 'zones'?"]),
     "an option of another cell as a flag": (["GRU", "--model.init_args.cell.zones", "4"],
                                             ["The cell given has no option 'zones'", "SatMZU"]),
+    "a misspelt cell option as an init_args flag": (["SatMZU", "--model.init_args.cell.init_args.zonez", "4"],
+                                                    ["No cell has the option 'zonez' (--model.init_args.cell.init_args."
+                                                     "zonez). Did you mean 'zones'?"]),
+    "compare's Name(option=value) form with a misspelt option": (
+        ["SatMZU(zonez=4)"], ["SatMZU has no option 'zonez'. Did you mean 'zones'?", "compare's --cells form",
+                              '--model.init_args.cell \'{"class_path": "SatMZU", "init_args": {"zones": 4}}\'']),
 }
 
 
