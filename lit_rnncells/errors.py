@@ -94,11 +94,53 @@ def _cell_option_message(text: str) -> Optional[str]:
     return no_option_message(cls.__name__, unknown[0], accepted)
 
 
+_CLASS_KEY = re.compile(r'^Parser key "(model|data)"')
+_CLASS_GIVEN = re.compile(r"Problem with given class_path '([\w.]+)'|dot import path string: ([\w.]+)|"
+                          r"'class_path': '([\w.]+)'|Given value: ([\w.]+)\s*$", re.M)
+
+
+def _known_classes(key: str) -> List[str]:
+    """The task classes (``model``) or DataModules (``data``) the package ships, by short name."""
+    if key == "model":
+        from . import tasks
+        from .tasks.base import RecurrentTask
+
+        return sorted(n for n in tasks.__all__ if isinstance(getattr(tasks, n), type)
+                      and issubclass(getattr(tasks, n), RecurrentTask) and n != "RecurrentTask")
+    from . import data
+
+    return sorted(n for n in data.__all__ if n.endswith("DataModule"))
+
+
+def _class_message(text: str) -> Optional[str]:
+    """A ``--model`` / ``--data`` class that does not exist or is not a task / DataModule: name it, a close
+    match, and the known ones in one line (not the whole config dict the parser echoes)."""
+    key = _CLASS_KEY.match(text.strip())
+    given = next((g for m in _CLASS_GIVEN.finditer(text) for g in m.groups() if g), None)
+    if key is None or given is None:
+        return None
+    what = {"model": "task class", "data": "DataModule class"}[key.group(1)]
+    known = _known_classes(key.group(1))
+    short = given.rsplit(".", 1)[-1]
+    if given.startswith("lit_rnncells.") and short in known:
+        return None  # a class we ship: the report is about something else
+    close = difflib.get_close_matches(short, known, n=1)
+    hint = f" Did you mean '{close[0]}'?" if close else ""
+    problem = (f"'{given}' is not a {what} (--{key.group(1)})" if "does not correspond to a subclass" in text
+               else f"Unknown {what} '{given}' (--{key.group(1)})")
+    return (f"{problem}.{hint} Known: {', '.join(known)}; a class of your own "
+            f"module is named by its import path (mymodule.My{'Task' if key.group(1) == 'model' else 'DataModule'}).")
+
+
 def _from_parser_report(text: str) -> Optional[str]:
     """The actionable line of a jsonargparse report."""
     cell = _cell_option_message(text)
     if cell is not None:
         return cell
+    if re.search(r"Problem with given class_path|dot import path string|does not correspond to a subclass", text):
+        named = _class_message(text)
+        if named is not None:
+            return named
     match = _NOT_ACCEPTED.search(text)
     if match:
         class_path, option = match.groups()

@@ -157,6 +157,13 @@ CLI_PROBES = {
     "more formulas than exist": (["--data.init_args.train_gates", "[1, 1]", "--data.init_args.test_gates", "[1, 1]"],
                                  ["formulas"]),
     "gates range upside down": (["--data.init_args.test_gates", "[20, 11]"], ["test_gates must be [min, max]"]),
+    "misspelt task class": (["--model", "LogicEvaluatr"], [
+        "Unknown task class 'LogicEvaluatr' (--model). Did you mean 'LogicEvaluator'? Known: AspectClassifier, "
+        "DocumentClassifier, LanguageModel, LogicEvaluator, Seq2Seq, SequenceClassifier;"]),
+    "misspelt DataModule class": (["--data", "LogicDataModul"], [
+        "Unknown DataModule class 'LogicDataModul' (--data). Did you mean 'LogicDataModule'? Known:",
+        "LanguageModelDataModule, LogicDataModule, TranslationDataModule;"]),
+    "a class that is not a task": (["--model", "torch.nn.Linear"], ["'torch.nn.Linear' is not a task class (--model)"]),
 }
 
 
@@ -681,6 +688,16 @@ def test_compare_match_params_with_an_unknown_cell(workdir, capsys):
     other_command_error(capsys, workdir, compare_main, ["--config", LOGIC, "--cells", "GRU", "--match-params",
                                                         "GRUU@8", "--out", "cmp"],
                         "--match-params 'GRUU@8': Unknown cell 'GRUU'. Did you mean 'GRU'?")
+
+
+def test_compare_a_misspelt_task_class_in_the_config(workdir, capsys):
+    """compare used to print the whole model dict the parser echoed."""
+    from lit_rnncells.experiments.compare import main as compare_main
+    (workdir / "bad.yaml").write_text(Path(LOGIC).read_text().replace("LogicEvaluator", "LogicEvaluatr"))
+    line = other_command_error(capsys, workdir, compare_main, ["--config", "bad.yaml", "--cells", "GRU", "--out", "cmp"],
+                               "Unknown task class 'lit_rnncells.tasks.LogicEvaluatr' (--model). Did you mean "
+                               "'LogicEvaluator'?")
+    assert "init_args" not in line and "embedding_size" not in line
 
 
 def test_compare_a_misspelt_cell_option(workdir, capsys):
