@@ -23,7 +23,7 @@ from . import callbacks as _callbacks
 from .cpu_defaults import keep_freed_memory, threads_for
 from .callbacks import (DIVERGENCE_PATIENCE, DIVERGENCE_THRESHOLD, FiniteGuard, InterruptCheckpoint,
                         PredictionWriter, TrainingDiverged)
-from .data.checkpoint_state import read_checkpoint
+from .data.checkpoint_state import ignored_options_warning, read_checkpoint
 from .errors import user_message
 from .progress import LineProgress, wants_line_progress
 from .quiet import quiet_known_noise, quiet_mid_epoch_resume_warning
@@ -287,7 +287,11 @@ class LitRNNCellsCLI(LightningCLI):
         ckpt_path = config.get("ckpt_path")
         if not ckpt_path or self.datamodule is None:
             return
-        state = self._read_checkpoint(ckpt_path).get(type(self.datamodule).__qualname__)
+        checkpoint = self._read_checkpoint(ckpt_path)
+        ignored = ignored_options_warning(self.datamodule, checkpoint, self.subcommand or "fit")
+        if ignored and self.subcommand in ("test", "validate", "predict"):
+            rank_zero_warn(ignored)  # not fatal: the checkpoint's tokenizers are the right ones to use
+        state = checkpoint.get(type(self.datamodule).__qualname__)
         if state:
             self.datamodule.load_state_dict(state)  # raises the DataModule's own mismatch error
 

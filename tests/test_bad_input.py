@@ -917,3 +917,25 @@ def test_a_hub_name_without_its_owner_names_the_hub_form(workdir, capsys, monkey
     expect_error(capsys, workdir, ["fit", "--config", LM, *QUIET, *TINY_LM, "--data.init_args.data_dir",
                                    "ptb_text_only"], "Corpus folder 'ptb_text_only' does not exist",
                  "a hub dataset is named owner/name: did you mean 'ptb-text-only/ptb_text_only'?")
+
+
+def test_a_data_option_a_checkpoint_overrides_is_said_to_be_ignored(seq2seq_checkpoint, workdir, capsys):
+    """``test --data.init_args.subword_vocab_size 600`` with a checkpoint used the checkpoint's tokenizers without a
+    word; it still does (the weights were trained on them: not an error), and a warning says the option is ignored
+    and why (docs/tasks.md)."""
+    args = ["test", *parallel_args(seq2seq_checkpoint["data"]), "--ckpt_path", str(seq2seq_checkpoint["ckpt"]),
+            "--trainer.limit_test_batches", "1"]
+    old = os.getcwd()
+    os.chdir(workdir)
+    try:
+        with pytest.warns(UserWarning, match=r"--data.init_args.subword_vocab_size 600 \(trained with 300\); "
+                                             r"--data.init_args.min_frequency 3 \(trained with 1\): ignored, because "
+                                             r"test takes the tokenizers / vocabulary from the checkpoint"):
+            assert run([*args, "--data.init_args.subword_vocab_size", "600", "--data.init_args.min_frequency", "3"]) == 0
+        import warnings
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            assert run(args) == 0  # the options it was trained with: no warning
+    finally:
+        os.chdir(old)
+    assert not [w for w in caught if "ignored, because" in str(w.message)]

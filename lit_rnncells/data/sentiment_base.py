@@ -91,6 +91,9 @@ def read_lines(path: str) -> List[str]:
 class SentimentDataModule(SplitCheckMixin, ResumableBatchesMixin, LightningDataModule):
     """What the sentiment DataModules share: vocabulary, labels, checkpoint state, loaders."""
 
+    FROM_CHECKPOINT = ("max_vocab_size", "min_frequency")
+    """Options that build the vocabulary: with a checkpoint (test / predict) its vocabulary is used instead."""
+
     def __init__(self, *, data_dir: Optional[str], batch_size: int, eval_batch_size: Optional[int],
                  max_tokens: Optional[int], lowercase: bool, max_vocab_size: Optional[int], min_frequency: int,
                  cache_dir: Optional[str], checkpoint_path: Optional[str], predict_file: Optional[str],

@@ -184,6 +184,9 @@ class TranslationDataModule(SplitCheckMixin, ResumableBatchesMixin, LightningDat
         num_workers: 0 (collate in the training process) or 1 (in one background loader process).
     """
 
+    FROM_CHECKPOINT = ("subword_vocab_size", "joint_vocabulary", "pretokenized", "min_frequency")
+    """Options that build the tokenizers: with a checkpoint (test / predict) its tokenizers are used instead."""
+
     def __init__(self, dataset: DatasetName = "multi30k", data_dir: Optional[str] = None,
                  files: Optional[Dict[str, List[str]]] = None, source_language: Optional[str] = None,
                  target_language: Optional[str] = None, subword_vocab_size: int = 8000, joint_vocabulary: bool = True,
