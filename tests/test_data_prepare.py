@@ -582,3 +582,45 @@ def test_a_truncated_file_on_a_mirror_says_the_mirrors_copy_is_short(mirror_kind
         assert "the copy of trainDevTestTrees_PTB.zip has 5,000 bytes, the release 16,384" in errors[0]
         assert "that copy is short (truncated)" in errors[0] and "resume" not in errors[0]
 
+
+
+def laptops_xml(sentences: List[Tuple[str, str]]) -> str:
+    body = "".join(f'<sentence id="{i}"><text>{text}</text><aspectTerms><aspectTerm term="{term}" polarity="positive" '
+                   f'from="{text.index(term)}" to="{text.index(term) + len(term)}"/></aspectTerms></sentence>'
+                   for i, (text, term) in enumerate(sentences))
+    return f'<?xml version="1.0" encoding="UTF-8"?>\n<sentences>{body}</sentences>\n'
+
+
+@pytest.fixture
+def semeval_counts(monkeypatch) -> None:
+    """semeval14 as known, but with the counts of the tiny files below (2 train / 2 test aspect terms a domain)."""
+    real = known.KNOWN["semeval14"]
+    layouts = tuple(Layout(lay.name, lay.kind, lay.files, {"train": 2, "test": 2}, optional=lay.optional)
+                    for lay in real.layouts)
+    monkeypatch.setitem(known.KNOWN, "semeval14", Dataset("semeval14", real.title, real.datamodule, (), layouts,
+                                                         real.steps, manual=real.manual))
+
+
+def test_check_semeval_with_only_the_laptops_files_has_no_faults(semeval_counts, tmp_path, capsys):
+    """A user who has only the Laptops domain: its files are checked, the Restaurants files (which that user
+    does not need) are a note, not a fault; exit 0 (issue 33). Half a domain is still a fault."""
+    folder = tmp_path / "semeval14"
+    folder.mkdir()
+    (folder / "Laptop_Train_v2.xml").write_text(laptops_xml([("The screen is bright.", "screen"),
+                                                             ("The keyboard is fine.", "keyboard")]))
+    (folder / "Laptops_Test_Gold.xml").write_text(laptops_xml([("The battery lasts.", "battery"),
+                                                               ("The fan is loud.", "fan")]))
+    code, out = run(capsys, "check", "semeval14", "--dest", str(folder))
+    assert code == 0 and "error:" not in out, out
+    assert "found: semeval14 laptops: train 2, test 2 aspect terms" in out
+    assert "restaurants: not present (this folder holds laptops); to use restaurants too, add " \
+           "Restaurants_Test_Gold.xml, Restaurants_Train_v2.xml" in out
+    (folder / "Laptops_Test_Gold.xml").unlink()
+    code, out = run(capsys, "check", "semeval14", "--dest", str(folder))
+    assert code == 1 and "missing file" in out and "Laptops_Test_Gold.xml" in out
+
+
+def test_check_an_empty_semeval_folder_still_names_the_required_files(semeval_counts, tmp_path, capsys):
+    (tmp_path / "semeval14").mkdir()
+    code, out = run(capsys, "check", "semeval14", "--dest", str(tmp_path / "semeval14"))
+    assert code == 1 and "Restaurants_Train_v2.xml" in out
