@@ -939,3 +939,24 @@ def test_a_data_option_a_checkpoint_overrides_is_said_to_be_ignored(seq2seq_chec
     finally:
         os.chdir(old)
     assert not [w for w in caught if "ignored, because" in str(w.message)]
+
+
+def test_the_semeval_offset_warning_is_given_once_per_fit(workdir, tmp_path):
+    """Terms whose from/to offsets do not match their text: one warning per file, not one from the DataModule
+    and another from the split check that reads the same file."""
+    import warnings
+
+    folder = write_semeval(tmp_path / "semeval")
+    train = folder / "Restaurants_Train_v2.xml"
+    train.write_text(train.read_text().replace('from="4"', 'from="5"', 1))
+    old = os.getcwd()
+    os.chdir(workdir)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            assert run(["fit", *absa_args(folder), "--trainer.logger", "false", "--trainer.default_root_dir",
+                        str(tmp_path / "run"), "--test_after_fit", "true"]) == 0
+    finally:
+        os.chdir(old)
+    offsets = {(str(w.message), w.filename, w.lineno) for w in caught if "from/to offsets" in str(w.message)}
+    assert len(offsets) == 1 and "1 aspect terms in" in next(iter(offsets))[0], offsets
