@@ -276,6 +276,8 @@ class LitRNNCellsCLI(LightningCLI):
             fit_config = self.config.get("fit", self.config) if self.subcommand else self.config
             threshold = fit_config.get("divergence_threshold", DIVERGENCE_THRESHOLD)
             self.trainer.callbacks.extend([FiniteGuard(threshold), InterruptCheckpoint()])
+        elif self.subcommand in ("test", "validate"):
+            self.trainer.callbacks.append(InterruptCheckpoint())  # SIGTERM stops the evaluation
         if self.subcommand == "predict":
             output = self.config.get("predict", {}).get("predict_output")
             self.trainer.callbacks.append(PredictionWriter(output))

@@ -261,13 +261,15 @@ def finished(checkpoint: Dict, max_epochs: Optional[int], max_steps: Optional[in
     1000 epochs)."""
     steps = int(checkpoint.get("global_step", 0))
     if max_steps is not None and max_steps >= 0 and steps >= max_steps:
-        return (f"it trained {steps} steps of max_steps {max_steps}; to train further, raise "
+        return (f"it trained {steps} step{'' if steps == 1 else 's'} of max_steps {max_steps}; to train further, "
+                "raise "
                 f"--trainer.max_steps (e.g. --trainer.max_steps {max(2 * steps, steps + 1)})")
     loop = checkpoint.get("loops", {}).get("fit_loop", {})
     epochs = int(loop.get("epoch_progress", {}).get("current", {}).get("processed", 0))
     epoch_done = bool(loop.get("epoch_loop.batch_progress", {}).get("is_last_batch", False))
     limit = max_epochs if max_epochs is not None else (1000 if max_steps in (None, -1) else -1)
     if limit is not None and limit >= 0 and epoch_done and epochs >= limit:
-        return (f"it trained {epochs} epochs of max_epochs {limit}; to train further, raise "
+        return (f"it trained {epochs} epoch{'' if epochs == 1 else 's'} of max_epochs {limit}; to train further, "
+                "raise "
                 f"--trainer.max_epochs (e.g. --trainer.max_epochs {max(2 * epochs, epochs + 1)})")
     return None

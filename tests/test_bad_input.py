@@ -960,3 +960,57 @@ def test_the_semeval_offset_warning_is_given_once_per_fit(workdir, tmp_path):
         os.chdir(old)
     offsets = {(str(w.message), w.filename, w.lineno) for w in caught if "from/to offsets" in str(w.message)}
     assert len(offsets) == 1 and "1 aspect terms in" in next(iter(offsets))[0], offsets
+
+
+def test_sigterm_during_the_test_after_fit_stops_it(tmp_path):
+    """A real SIGTERM, from outside, while the test that follows fit runs: the test stops before its next batch
+    with exit code 143 (it used to run to its end: Lightning's handler only sets a flag that its training loop
+    reads). Through the command line in a subprocess; no timing beyond a generous time-out."""
+    import json
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    flag = tmp_path / "testing"
+    pause = {"class_path": "tests.examples.recorders.PauseInTest", "init_args": {"flag": str(flag)}}
+    args = ["fit", "--config", LOGIC, *TINY_LOGIC[:-2], *QUIET, "--test_after_fit", "true", "--data.init_args."
+            "batch_size", "8", "--trainer.logger", "false", "--run_dir", str(tmp_path / "run"),
+            "--trainer.callbacks+=" + json.dumps(pause)]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "WANDB_MODE": "disabled"}
+    proc = subprocess.Popen([sys.executable, "-m", "lit_rnncells", *args], cwd=tmp_path, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        end = time.monotonic() + 300
+        while not flag.exists():
+            assert proc.poll() is None, proc.communicate()[1][-3000:]
+            assert time.monotonic() < end, "the test loop never started"
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 143, err[-3000:]
+    assert "SIGTERM during test: stopped after 1 of 4 batches; no test metrics were reported." in err
+    assert "test/acc" not in out
+
+
+def test_sigterm_during_a_decoding_batch_stops_between_its_steps(seq2seq_checkpoint, workdir, capsys):
+    """A paper-size seq2seq test batch can decode for minutes: the beam search reads the SIGTERM flag between its
+    steps, so the batch during which the signal came is not finished (0 batches done, exit 143)."""
+    import json
+
+    stop = {"class_path": "tests.examples.recorders.SigtermInTestBatch", "init_args": {"batch": 0}}
+    old = os.getcwd()
+    os.chdir(ROOT)  # tests.examples imports from the repository root
+    try:
+        code = run(["test", *parallel_args(seq2seq_checkpoint["data"]), "--ckpt_path", str(seq2seq_checkpoint["ckpt"]),
+                    "--data.init_args.eval_batch_size", "2", "--model.init_args.beam_size", "3",
+                    "--trainer.callbacks+=" + json.dumps(stop)])
+    finally:
+        os.chdir(old)
+    captured = capsys.readouterr()
+    assert code == 143, captured.err[-2000:]
+    assert "SIGTERM during test: stopped after 0 of 2 batches; no test metrics were reported." in captured.err
+    assert "test/" not in captured.out

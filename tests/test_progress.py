@@ -57,3 +57,23 @@ def test_predict_has_no_batch_indices_warning(tmp_path, monkeypatch, capsys):
         warnings.simplefilter("always")
         assert run(["predict", *TINY, "--ckpt_path", str(ckpt), "--predict_output", str(tmp_path / "p.txt")]) == 0
     assert not [w for w in caught if "infer the batch indices" in str(w.message)]
+
+
+def test_messages_count_one_in_the_singular(tmp_path):
+    """Issue 33: "1 epochs", "1 batches" read wrong; a count of one takes the singular (and others the plural)."""
+    from lit_rnncells.progress import plural
+    from lit_rnncells.run_folder import finished
+
+    assert [plural(1, "epoch"), plural(2, "epoch"), plural(1, "batch", "batches"), plural("?", "batch", "batches"),
+            plural(1_000, "step")] == ["1 epoch", "2 epochs", "1 batch", "? batches", "1,000 steps"]
+    assert finished({"global_step": 1}, None, 1).startswith("it trained 1 step of max_steps 1")
+    done = {"global_step": 2, "loops": {"fit_loop": {"epoch_progress": {"current": {"processed": 1}},
+                                                     "epoch_loop.batch_progress": {"is_last_batch": True}}}}
+    assert finished(done, 1, None).startswith("it trained 1 epoch of max_epochs 1")
+    result = cli(tmp_path, "fit", *TINY, "--trainer.max_epochs", "1", "--data.init_args.batch_size", "64",
+                 "--test_after_fit", "true")
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = (result.stdout + result.stderr).splitlines()
+    assert "fit: started, 1 batch an epoch (0 s)" in lines
+    assert any(ln.startswith("fit: ended after 1 epoch, step 1") for ln in lines), lines
+    assert any(ln.startswith("test: started, 1 batch (") for ln in lines), lines
