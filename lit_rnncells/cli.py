@@ -414,7 +414,9 @@ DEFAULT_LOGGER = "lit_rnncells.loggers.DefaultWandbLogger"
 
 
 def default_trainer() -> dict:
-    return {"logger": {"class_path": DEFAULT_LOGGER}}
+    """W&B logging; no model summary table (the start line gives the parameter count; turn the table on with
+    ``--trainer.enable_model_summary true``)."""
+    return {"logger": {"class_path": DEFAULT_LOGGER}, "enable_model_summary": False}
 
 
 TRACEBACK_ENV = "LIT_RNNCELLS_TRACEBACK"
