@@ -694,7 +694,8 @@ def test_compare_a_misspelt_task_class_in_the_config(workdir, capsys):
     """compare used to print the whole model dict the parser echoed."""
     from lit_rnncells.experiments.compare import main as compare_main
     (workdir / "bad.yaml").write_text(Path(LOGIC).read_text().replace("LogicEvaluator", "LogicEvaluatr"))
-    line = other_command_error(capsys, workdir, compare_main, ["--config", "bad.yaml", "--cells", "GRU", "--out", "cmp"],
+    line = other_command_error(capsys, workdir, compare_main,
+                               ["--config", "bad.yaml", "--cells", "GRU", "--out", "cmp"],
                                "Unknown task class 'lit_rnncells.tasks.LogicEvaluatr' (--model). Did you mean "
                                "'LogicEvaluator'?")
     assert "init_args" not in line and "embedding_size" not in line
@@ -793,7 +794,8 @@ def test_a_blank_predict_line_is_refused_the_same_way_by_every_task(task, seq2se
         lines.write_text("ein mann .\n\nzwei hunde .\n")
     else:
         args = imdb_args(write_imdb(tmp_path / "imdb")) if task == "imdb" else absa_args(write_semeval(tmp_path / "s"))
-        assert run(["fit", *args, "--trainer.logger", "false", "--trainer.default_root_dir", str(tmp_path / "run")]) == 0
+        assert run(["fit", *args, "--trainer.logger", "false", "--trainer.default_root_dir",
+                    str(tmp_path / "run")]) == 0
         ckpt = next((tmp_path / "run").rglob("*.ckpt"))
         lines.write_text("a good film\t film\n  \nbad\tbad\n" if task == "absa" else "a good film\n  \nbad\n")
     expect_error(capsys, workdir, ["predict", *args, "--ckpt_path", str(ckpt), "--data.init_args.predict_file",
@@ -931,7 +933,8 @@ def test_a_data_option_a_checkpoint_overrides_is_said_to_be_ignored(seq2seq_chec
         with pytest.warns(UserWarning, match=r"--data.init_args.subword_vocab_size 600 \(trained with 300\); "
                                              r"--data.init_args.min_frequency 3 \(trained with 1\): ignored, because "
                                              r"test takes the tokenizers / vocabulary from the checkpoint"):
-            assert run([*args, "--data.init_args.subword_vocab_size", "600", "--data.init_args.min_frequency", "3"]) == 0
+            assert run([*args, "--data.init_args.subword_vocab_size", "600", "--data.init_args.min_frequency",
+                        "3"]) == 0
         import warnings
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")

@@ -86,8 +86,9 @@ def test_a_fit_and_its_resume_print_no_banners_summary_or_directory_warning(tmp_
     corpus.mkdir()
     words = "the quick brown fox jumps over lazy dog a cat sat on mat".split()
     for split, n in (("train", 200), ("valid", 20), ("test", 20)):
-        (corpus / f"{split}.txt").write_text("".join(" ".join(words[(i * 7 + j * (3 + len(split))) % len(words)]
-                                                               for j in range(9)) + f" {split} {i}\n" for i in range(n)))
+        lines = (" ".join(words[(i * 7 + j * (3 + len(split))) % len(words)] for j in range(9)) + f" {split} {i}\n"
+                 for i in range(n))
+        (corpus / f"{split}.txt").write_text("".join(lines))
     lm = ["--config", str(ROOT / "configs" / "lm" / "ptb_char_gru_reference.yaml"), "--data.init_args.dataset", "text",
           "--data.init_args.level", "char", "--data.init_args.data_dir", str(corpus), "--data.init_args.cache_dir", "",
           "--model.init_args.embedding_size", "8", "--model.init_args.hidden_size", "16", "--data.init_args.batch_size",

@@ -6,6 +6,7 @@ from .contract import CellContractError, check_cell
 from .dropout import (LockedDropout, WeightDrop, activation_regularization, embedding_dropout,
                       recurrent_weight_names, temporal_activation_regularization)
 
-__all__ = ["Recurrent", "Attention", "Hypothesis", "SearchConfig", "CellContractError", "check_cell", "LockedDropout", "WeightDrop",
+__all__ = ["Recurrent", "Attention", "Hypothesis", "SearchConfig", "CellContractError", "check_cell",
+           "LockedDropout", "WeightDrop",
            "activation_regularization", "embedding_dropout", "recurrent_weight_names",
            "temporal_activation_regularization"]
