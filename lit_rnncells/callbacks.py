@@ -13,6 +13,7 @@ from lightning.pytorch.callbacks import BasePredictionWriter, Callback, ModelChe
 from lightning.pytorch.utilities.exceptions import SIGTERMException
 
 from .paths import check_output_file
+from .progress import plural
 
 
 class PredictionWriter(BasePredictionWriter):
@@ -46,6 +47,15 @@ class PredictionWriter(BasePredictionWriter):
                 print(f"\nSIGTERM during predict: stopped before batch {batch_idx + 1} of {total}; no predictions "
                       "were written (run predict again).", file=sys.stderr, flush=True)
             raise SIGTERMException()
+
+    def on_exception(self, trainer: Trainer, pl_module: LightningModule, exception: BaseException) -> None:
+        """SIGTERM inside a batch (a long decoding stops between its steps): exit 143, nothing written."""
+        global INTERRUPTED_EXIT_CODE
+        if isinstance(exception, SIGTERMException) and INTERRUPTED_EXIT_CODE is None:
+            INTERRUPTED_EXIT_CODE = 143
+            if trainer.global_rank == 0:
+                print("\nSIGTERM during predict: stopped; no predictions were written (run predict again).",
+                      file=sys.stderr, flush=True)
 
     def write_on_batch_end(self, trainer: Trainer, pl_module: LightningModule, prediction: Any,
                            batch_indices: Any, batch: Any, batch_idx: int, dataloader_idx: int) -> None:
@@ -176,8 +186,24 @@ INTERRUPTED_EXIT_CODE: Optional[int] = None
 """Set when a fit was stopped by SIGTERM (143) or SIGINT (130); the command line exits with it."""
 
 
+def _say_evaluation_stopped(trainer: Trainer) -> None:
+    """``SIGTERM during test: stopped after 1 of 4 batches; no test metrics were reported.`` (rank 0)."""
+    stage = str(getattr(trainer.state.fn, "value", trainer.state.fn))
+    loop = {"test": trainer.test_loop, "validate": trainer.validate_loop}.get(stage)
+    if trainer.global_rank != 0 or loop is None:
+        return
+    done = loop.batch_progress.current.completed
+    totals = trainer.num_test_batches if stage == "test" else trainer.num_val_batches
+    known = bool(totals) and all(isinstance(t, int) for t in totals)
+    after = f"{done:,} of {plural(sum(totals), 'batch', 'batches')}" if known else plural(done, "batch", "batches")
+    print(f"\nSIGTERM during {stage}: stopped after {after}; no {stage} metrics were reported.", file=sys.stderr,
+          flush=True)
+
+
 class InterruptCheckpoint(Callback):
-    """On SIGTERM or Ctrl-C during fit, saves a resumable checkpoint and says how to resume.
+    """On SIGTERM or Ctrl-C during fit, saves a resumable checkpoint and says how to resume; SIGTERM during a
+    validation or test (in fit, after it with ``--test_after_fit``, or in ``test`` / ``validate``) stops it
+    before its next batch.
 
     Lightning turns SIGTERM into ``SIGTERMException`` at the next step boundary and Ctrl-C into
     ``KeyboardInterrupt``; both reach ``on_exception`` on every rank. The checkpoint holds the model,
@@ -191,9 +217,29 @@ class InterruptCheckpoint(Callback):
         self.filename = filename
         self.saved_to: Optional[Path] = None
 
+    def _stop_on_sigterm(self, trainer: Trainer) -> None:
+        """Lightning's SIGTERM handler only sets a flag, which its training loop reads between training batches
+        (and, from Lightning 2.5 or so, its evaluation loops after each batch); read it before each evaluation
+        batch too. A long decoding batch reads it between steps (:meth:`RecurrentTask.stop_if_terminated`)."""
+        if getattr(trainer, "received_sigterm", False):
+            raise SIGTERMException()
+
+    def on_validation_batch_start(self, trainer: Trainer, pl_module: LightningModule, batch: Any, batch_idx: int,
+                                  dataloader_idx: int = 0) -> None:
+        self._stop_on_sigterm(trainer)
+
+    def on_test_batch_start(self, trainer: Trainer, pl_module: LightningModule, batch: Any, batch_idx: int,
+                            dataloader_idx: int = 0) -> None:
+        self._stop_on_sigterm(trainer)
+
     def on_exception(self, trainer: Trainer, pl_module: LightningModule, exception: BaseException) -> None:
         global INTERRUPTED_EXIT_CODE
-        if trainer.state.fn != "fit" or not isinstance(exception, (SIGTERMException, KeyboardInterrupt)):
+        if not isinstance(exception, (SIGTERMException, KeyboardInterrupt)):
+            return
+        if trainer.state.fn != "fit":  # test / validate (also the test after fit): nothing to save
+            if isinstance(exception, SIGTERMException) and INTERRUPTED_EXIT_CODE is None:
+                INTERRUPTED_EXIT_CODE = 143
+                _say_evaluation_stopped(trainer)
             return
         INTERRUPTED_EXIT_CODE = 143 if isinstance(exception, SIGTERMException) else 130
         folder = Path(trainer.checkpoint_callback.dirpath) if getattr(trainer.checkpoint_callback, "dirpath", None) \

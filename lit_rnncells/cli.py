@@ -23,11 +23,12 @@ from . import callbacks as _callbacks
 from .cpu_defaults import keep_freed_memory, threads_for
 from .callbacks import (DIVERGENCE_PATIENCE, DIVERGENCE_THRESHOLD, FiniteGuard, InterruptCheckpoint,
                         PredictionWriter, TrainingDiverged)
-from .data.checkpoint_state import read_checkpoint
+from .data.checkpoint_state import ignored_options_warning, read_checkpoint
 from .errors import user_message
 from .progress import LineProgress, wants_line_progress
 from .quiet import quiet_known_noise, quiet_mid_epoch_resume_warning
-from .start_checks import check_accelerator, check_output_paths, check_predict_output, report_start
+from .start_checks import (check_accelerator, check_output_paths, check_predict_output, check_validation_interval,
+                           report_start)
 from . import run_folder as _run_folder
 from .slurm_tasks import agree_with_srun, global_rank
 from .tasks.base import RecurrentTask
@@ -180,6 +181,8 @@ class LitRNNCellsCLI(LightningCLI):
         check_accelerator(trainer)
         agree_with_srun(trainer)
         check_output_paths(trainer)
+        if self.subcommand in ("fit", None):  # None: a caller fits (compare's runs)
+            check_validation_interval(trainer, data)
         logger = trainer.get("logger") if trainer is not None else None
         if self.subcommand in ("test", "validate", "predict") and getattr(logger, "get", None) is not None \
                 and logger.get("class_path") == DEFAULT_LOGGER:
@@ -278,6 +281,8 @@ class LitRNNCellsCLI(LightningCLI):
             fit_config = self.config.get("fit", self.config) if self.subcommand else self.config
             threshold = fit_config.get("divergence_threshold", DIVERGENCE_THRESHOLD)
             self.trainer.callbacks.extend([FiniteGuard(threshold), InterruptCheckpoint()])
+        elif self.subcommand in ("test", "validate"):
+            self.trainer.callbacks.append(InterruptCheckpoint())  # SIGTERM stops the evaluation
         if self.subcommand == "predict":
             output = self.config.get("predict", {}).get("predict_output")
             self.trainer.callbacks.append(PredictionWriter(output))
@@ -289,7 +294,11 @@ class LitRNNCellsCLI(LightningCLI):
         ckpt_path = config.get("ckpt_path")
         if not ckpt_path or self.datamodule is None:
             return
-        state = self._read_checkpoint(ckpt_path).get(type(self.datamodule).__qualname__)
+        checkpoint = self._read_checkpoint(ckpt_path)
+        ignored = ignored_options_warning(self.datamodule, checkpoint, self.subcommand or "fit")
+        if ignored and self.subcommand in ("test", "validate", "predict"):
+            rank_zero_warn(ignored)  # not fatal: the checkpoint's tokenizers are the right ones to use
+        state = checkpoint.get(type(self.datamodule).__qualname__)
         if state:
             self.datamodule.load_state_dict(state)  # raises the DataModule's own mismatch error
 
@@ -410,7 +419,9 @@ DEFAULT_LOGGER = "lit_rnncells.loggers.DefaultWandbLogger"
 
 
 def default_trainer() -> dict:
-    return {"logger": {"class_path": DEFAULT_LOGGER}}
+    """W&B logging; no model summary table (the start line gives the parameter count; turn the table on with
+    ``--trainer.enable_model_summary true``)."""
+    return {"logger": {"class_path": DEFAULT_LOGGER}, "enable_model_summary": False}
 
 
 TRACEBACK_ENV = "LIT_RNNCELLS_TRACEBACK"

@@ -9,7 +9,8 @@
   short LM fit, one thread was as fast alone as torch's two (0.92–1.02×) and took 1.0× as long beside a
   busy process, where torch's two spinning threads took 2.5× as long. ``OMP_WAIT_POLICY=PASSIVE``, the
   other cure for spinning, made the runs alone 1.65–1.89× slower, so it is not set. Your own ``OMP_NUM_THREADS``
-  (or ``torch.set_num_threads``-style setting through it) always wins.
+  (or ``torch.set_num_threads``-style setting through it) always wins. ``LIT_RNNCELLS_CPU_DEFAULTS=0`` costs
+  2.5× the time beside one busy process, and far more on a crowded machine (docs/measured.md).
 * glibc's malloc keeps freed memory (:func:`lit_rnncells.benchmark.keep_freed_memory`) instead of
   returning each step's activations to the OS and page-faulting them back in (measured on the seq2seq
   reference, which ran at 50% system time without it).

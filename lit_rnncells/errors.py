@@ -14,7 +14,8 @@ import inspect
 import re
 from pathlib import Path
 from typing import Iterator, List, Optional, Sequence
-from .cells.registry import available_cells, cell_options, get_cell
+
+from .cells.registry import available_cells, cell_options, get_cell, no_option_message  # noqa: F401
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 USER_ERRORS = (ValueError, TypeError, FileNotFoundError, NotADirectoryError, IsADirectoryError, KeyError,
@@ -44,16 +45,6 @@ def _raised_by_us(error: BaseException) -> bool:
     return Path(tb.tb_frame.f_code.co_filename).resolve().is_relative_to(PACKAGE_DIR)
 
 
-def no_option_message(name: str, option: str, accepted: Optional[Sequence[str]]) -> str:
-    """``<name> has no option '<option>'. Did you mean '<close>'? <name> accepts: ...`` (``accepted`` None: the
-    first sentence only)."""
-    if accepted is None:
-        return f"{name} has no option '{option}'."
-    close = difflib.get_close_matches(option, accepted, n=1)
-    hint = f" Did you mean '{close[0]}'?" if close else ""
-    return f"{name} has no option '{option}'.{hint} {name} accepts: {', '.join(accepted)}."
-
-
 def _constructor_options(class_path: str) -> Optional[List[str]]:
     """The constructor options of a class given by its import path (None when it cannot be imported)."""
     try:
@@ -64,7 +55,8 @@ def _constructor_options(class_path: str) -> Optional[List[str]]:
         return None
 
 
-_NESTED_CELL = re.compile(r"NestedArg\(key='((?:[\w]+\.)*cell)(?:\.(\w+))?', val=(.*)\)\s*$", re.M)
+_NESTED_CELL = re.compile(r"NestedArg\(key='((?:[\w]+\.)*cell)(?:\.((?:init_args\.)?)(\w+))?', val=(.*)\)\s*$",
+                          re.M)
 
 
 def _cell_option_message(text: str) -> Optional[str]:
@@ -75,16 +67,17 @@ def _cell_option_message(text: str) -> Optional[str]:
     match = _NESTED_CELL.search(text)
     if match is None:
         return None
-    key, option, value = match.groups()
-    if option is not None:  # --model.init_args.cell.<option> <value>
+    key, middle, option, value = match.groups()
+    if option is not None:  # --model.init_args.cell.<option> <value> (or cell.init_args.<option>)
+        flag = f"--model.init_args.{key}.{middle or ''}{option}"
         having = [name for name in available_cells() if option in cell_options(get_cell(name))]
         if having:
-            return (f"The cell given has no option '{option}' (--model.init_args.{key}.{option}); '{option}' is an "
+            return (f"The cell given has no option '{option}' ({flag}); '{option}' is an "
                     f"option of {', '.join(having)}: name one of those with --model.init_args.{key}.")
         close = sorted({m for name in available_cells() for m in
                         difflib.get_close_matches(option, cell_options(get_cell(name)), n=1)})
         hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
-        return (f"No cell has the option '{option}' (--model.init_args.{key}.{option}).{hint} Give the cell's "
+        return (f"No cell has the option '{option}' ({flag}).{hint} Give the cell's "
                 f"options with its name, e.g. --model.init_args.{key} '{{\"class_path\": \"SatMZU\", "
                 f"\"init_args\": {{\"zones\": 4}}}}'.")
     try:
@@ -99,11 +92,53 @@ def _cell_option_message(text: str) -> Optional[str]:
     return no_option_message(cls.__name__, unknown[0], accepted)
 
 
+_CLASS_KEY = re.compile(r'^Parser key "(model|data)"')
+_CLASS_GIVEN = re.compile(r"Problem with given class_path '([\w.]+)'|dot import path string: ([\w.]+)|"
+                          r"'class_path': '([\w.]+)'|Given value: ([\w.]+)\s*$", re.M)
+
+
+def _known_classes(key: str) -> List[str]:
+    """The task classes (``model``) or DataModules (``data``) the package ships, by short name."""
+    if key == "model":
+        from . import tasks
+        from .tasks.base import RecurrentTask
+
+        return sorted(n for n in tasks.__all__ if isinstance(getattr(tasks, n), type)
+                      and issubclass(getattr(tasks, n), RecurrentTask) and n != "RecurrentTask")
+    from . import data
+
+    return sorted(n for n in data.__all__ if n.endswith("DataModule"))
+
+
+def _class_message(text: str) -> Optional[str]:
+    """A ``--model`` / ``--data`` class that does not exist or is not a task / DataModule: name it, a close
+    match, and the known ones in one line (not the whole config dict the parser echoes)."""
+    key = _CLASS_KEY.match(text.strip())
+    given = next((g for m in _CLASS_GIVEN.finditer(text) for g in m.groups() if g), None)
+    if key is None or given is None:
+        return None
+    what = {"model": "task class", "data": "DataModule class"}[key.group(1)]
+    known = _known_classes(key.group(1))
+    short = given.rsplit(".", 1)[-1]
+    if given.startswith("lit_rnncells.") and short in known:
+        return None  # a class we ship: the report is about something else
+    close = difflib.get_close_matches(short, known, n=1)
+    hint = f" Did you mean '{close[0]}'?" if close else ""
+    problem = (f"'{given}' is not a {what} (--{key.group(1)})" if "does not correspond to a subclass" in text
+               else f"Unknown {what} '{given}' (--{key.group(1)})")
+    return (f"{problem}.{hint} Known: {', '.join(known)}; a class of your own "
+            f"module is named by its import path (mymodule.My{'Task' if key.group(1) == 'model' else 'DataModule'}).")
+
+
 def _from_parser_report(text: str) -> Optional[str]:
     """The actionable line of a jsonargparse report."""
     cell = _cell_option_message(text)
     if cell is not None:
         return cell
+    if re.search(r"Problem with given class_path|dot import path string|does not correspond to a subclass", text):
+        named = _class_message(text)
+        if named is not None:
+            return named
     match = _NOT_ACCEPTED.search(text)
     if match:
         class_path, option = match.groups()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Dict, Optional, Union
+from typing import Dict, Optional, Sequence, Union
 
 PathLike = Union[str, Path]
 
@@ -78,3 +78,12 @@ def read_stdin(what: str) -> str:
     except UnicodeDecodeError as error:
         raise ValueError(f"{what} (standard input) is not UTF-8 text (byte {error.start}: {error.reason}); pipe in "
                          "UTF-8 text with one input per line.") from None
+
+
+def check_no_blank_lines(lines: Sequence[str], name: str) -> None:
+    """Evaluation and predict inputs hold text on every line: a blank line is an error naming it (every task's
+    predict refuses it the same way, rather than predicting for an empty input)."""
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            raise ValueError(f"Line {number} of {name} is empty; evaluation and predict inputs need text on "
+                             "every line (remove the line, or its pair in both files).")

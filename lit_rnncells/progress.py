@@ -28,6 +28,12 @@ def _total(value: Any) -> str:
     return "?" if value is None or (isinstance(value, float) and math.isinf(value)) else str(int(value))
 
 
+def plural(count: Any, word: str, many: Optional[str] = None) -> str:
+    """``1 epoch``, ``3 epochs``, ``? batches`` (``many``: the plural when it is not ``word + "s"``)."""
+    shown = count if isinstance(count, str) else f"{int(count):,}"
+    return f"{shown} {word if shown == '1' else (many or word + 's')}"
+
+
 class LineProgress(ProgressBar):
     """Progress as sparse plain lines: ``fit: epoch 3/100, batch 12/32, step 108, train/loss 0.52, val/acc 0.91
     (41 s)``, printed at the start, at most every ``interval`` seconds, and at the end of each stage."""
@@ -68,7 +74,7 @@ class LineProgress(ProgressBar):
     # --- fit -------------------------------------------------------------------------------------------
     def on_train_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
         self._start = time.monotonic()
-        self._emit(f"fit: started, {_total(self.total_train_batches)} batches an epoch")
+        self._emit(f"fit: started, {plural(_total(self.total_train_batches), 'batch', 'batches')} an epoch")
 
     def on_train_batch_end(self, trainer: Trainer, pl_module: LightningModule, outputs: Any, batch: Any,
                            batch_idx: int) -> None:
@@ -76,20 +82,20 @@ class LineProgress(ProgressBar):
             self._emit(self._fit_line(trainer, pl_module, batch_idx + 1))
 
     def on_train_end(self, trainer: Trainer, pl_module: LightningModule) -> None:
-        self._emit(f"fit: ended after {trainer.current_epoch} epochs, step {trainer.global_step}"
+        self._emit(f"fit: ended after {plural(trainer.current_epoch, 'epoch')}, step {trainer.global_step}"
                    + self._metrics(trainer, pl_module))
 
     # --- evaluation outside fit ------------------------------------------------------------------------
     def _eval_start(self, stage: str, total: Any) -> None:
         self._start = time.monotonic()
-        self._emit(f"{stage}: started, {_total(total)} batches")
+        self._emit(f"{stage}: started, {plural(_total(total), 'batch', 'batches')}")
 
     def _eval_batch(self, stage: str, batch_idx: int, total: Any) -> None:
         if self._due():
             self._emit(f"{stage}: batch {batch_idx + 1}/{_total(total)}")
 
     def _eval_end(self, stage: str, total: Any) -> None:
-        self._emit(f"{stage}: done, {_total(total)} batches")
+        self._emit(f"{stage}: done, {plural(_total(total), 'batch', 'batches')}")
 
     def on_validation_end(self, trainer: Trainer, pl_module: LightningModule) -> None:
         if trainer.state.fn == "validate":

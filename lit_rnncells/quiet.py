@@ -12,6 +12,11 @@ from typing import Iterator
 _LOG_NOISE = (
     ("lightning.pytorch.utilities.rank_zero", "💡 Tip:"),
     ("lightning.pytorch.trainer.connectors.checkpoint_connector", "`weights_only` was not set"),
+    # the hardware banners when there is none of that hardware (the start line says where the run runs; a GPU
+    # that is present but unused is still announced)
+    ("lightning.pytorch.utilities.rank_zero", "GPU available: False, used: False"),
+    ("lightning.pytorch.utilities.rank_zero", "TPU available: False, using: 0 TPU cores"),
+    ("lightning.pytorch.utilities.rank_zero", "HPU available: False, using: 0 HPUs"),
 )
 # Warnings whose cause is not ours to fix, or that do not apply to how we load data.
 _WARNING_NOISE = (
@@ -20,6 +25,7 @@ _WARNING_NOISE = (
     r"The dirpath has changed from",  # testing a checkpoint from another run's folder is what `test` is for
     r"\s*Unable to serialize instance",  # jsonargparse, when it reports a config value we then reject
     r"Couldn't infer the batch indices",  # predict: our writer orders by each record's own index
+    r"Checkpoint directory .* exists and is not empty",  # a resume writes into its own run's folder (docs/runs.md)
 )
 
 

@@ -50,19 +50,28 @@ class RunFolderError(ValueError):
     """The run folder cannot be used; one sentence naming the problem and the fix."""
 
 
+def cannot_write(folder: Path, error: OSError) -> RunFolderError:
+    """A run folder this process may not create or write into (read-only, not ours, a full disk)."""
+    where = f": {error.filename}" if error.filename and str(error.filename) != str(folder) else ""
+    return RunFolderError(f"Cannot write the run folder {folder} ({error.strerror or error}{where}); pass --run_dir "
+                          "<a folder you can write to>, or --trainer.default_root_dir <one> for new run folders.")
+
+
 def new_run_folder(root: Path) -> Path:
     """A fresh ``<root>/<YYYYmmdd-HHMMSS>`` folder (``-1``, ``-2``, ... when that second is taken), created."""
     stamp = time.strftime("%Y%m%d-%H%M%S")
     missing = [p for p in [root, *root.parents] if not p.exists()]
-    root.mkdir(parents=True, exist_ok=True)
     for n in range(1000):
         folder = root / (stamp if n == 0 else f"{stamp}-{n}")
         try:
+            root.mkdir(parents=True, exist_ok=True)
             folder.mkdir()
             _created[str(folder.resolve())] = missing
             return folder
         except FileExistsError:
             continue
+        except OSError as error:  # a read-only folder or file system, a full disk
+            raise cannot_write(folder, error) from None
     raise RunFolderError(f"Could not create a new run folder under {root}; pass --run_dir <a new folder>.")
 
 
@@ -102,7 +111,10 @@ def choose(run_dir: Optional[str], ckpt_path: Optional[str], root: Optional[str]
             raise RunFolderError(f"The run folder {folder} already holds another run ({found}); {fix}.")
         if not folder.exists():
             missing = [p for p in folder.parents if not p.exists()]
-            folder.mkdir(parents=True)
+            try:
+                folder.mkdir(parents=True)
+            except OSError as error:
+                raise cannot_write(folder, error) from None
             _created[str(folder)] = missing
         return folder, found is not None
     if ckpt_folder is not None:
@@ -162,7 +174,10 @@ def lock(folder: Path) -> None:
     key = str(folder.resolve())
     if fcntl is None or key in _held:
         return
-    fd = os.open(folder / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fd = os.open(folder / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as error:
+        raise cannot_write(folder, error) from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
@@ -259,13 +274,15 @@ def finished(checkpoint: Dict, max_epochs: Optional[int], max_steps: Optional[in
     1000 epochs)."""
     steps = int(checkpoint.get("global_step", 0))
     if max_steps is not None and max_steps >= 0 and steps >= max_steps:
-        return (f"it trained {steps} steps of max_steps {max_steps}; to train further, raise "
+        return (f"it trained {steps} step{'' if steps == 1 else 's'} of max_steps {max_steps}; to train further, "
+                "raise "
                 f"--trainer.max_steps (e.g. --trainer.max_steps {max(2 * steps, steps + 1)})")
     loop = checkpoint.get("loops", {}).get("fit_loop", {})
     epochs = int(loop.get("epoch_progress", {}).get("current", {}).get("processed", 0))
     epoch_done = bool(loop.get("epoch_loop.batch_progress", {}).get("is_last_batch", False))
     limit = max_epochs if max_epochs is not None else (1000 if max_steps in (None, -1) else -1)
     if limit is not None and limit >= 0 and epoch_done and epochs >= limit:
-        return (f"it trained {epochs} epochs of max_epochs {limit}; to train further, raise "
+        return (f"it trained {epochs} epoch{'' if epochs == 1 else 's'} of max_epochs {limit}; to train further, "
+                "raise "
                 f"--trainer.max_epochs (e.g. --trainer.max_epochs {max(2 * epochs, epochs + 1)})")
     return None

@@ -150,6 +150,16 @@ def test_mufuru_ops_figure(logic_ckpt: str, tmp_path: Path) -> None:
     assert result.formulas == 40
 
 
+def test_the_analysis_command_says_which_file_it_wrote(logic_ckpt: str, tmp_path: Path, capsys) -> None:
+    """Issue 33: ``python -m lit_rnncells.analysis`` drew its figure without a word; it names the file."""
+    from lit_rnncells.analysis.__main__ import main as analysis_main
+
+    out = tmp_path / "figs" / "ops.png"
+    assert analysis_main(["mufuru-ops", "--ckpt_path", logic_ckpt, "--output", str(out)]) == 0
+    assert_png(out)
+    assert f"analysis mufuru-ops: wrote {out}" in capsys.readouterr().out.splitlines()
+
+
 # --- MZU Fig. 2 ----------------------------------------------------------------------------
 
 def test_bpc_by_length_buckets_cover_every_token_once(mzu_ckpt: str, gru_ckpt: str, corpus: Path,

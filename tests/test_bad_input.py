@@ -157,6 +157,13 @@ CLI_PROBES = {
     "more formulas than exist": (["--data.init_args.train_gates", "[1, 1]", "--data.init_args.test_gates", "[1, 1]"],
                                  ["formulas"]),
     "gates range upside down": (["--data.init_args.test_gates", "[20, 11]"], ["test_gates must be [min, max]"]),
+    "misspelt task class": (["--model", "LogicEvaluatr"], [
+        "Unknown task class 'LogicEvaluatr' (--model). Did you mean 'LogicEvaluator'? Known: AspectClassifier, "
+        "DocumentClassifier, LanguageModel, LogicEvaluator, Seq2Seq, SequenceClassifier;"]),
+    "misspelt DataModule class": (["--data", "LogicDataModul"], [
+        "Unknown DataModule class 'LogicDataModul' (--data). Did you mean 'LogicDataModule'? Known:",
+        "LanguageModelDataModule, LogicDataModule, TranslationDataModule;"]),
+    "a class that is not a task": (["--model", "torch.nn.Linear"], ["'torch.nn.Linear' is not a task class (--model)"]),
 }
 
 
@@ -661,6 +668,12 @@ CELL_SPEC_PROBES = {
                                          ["No cell has the option 'zonez'", "Did you mean 'zones'?"]),
     "an option of another cell as a flag": (["GRU", "--model.init_args.cell.zones", "4"],
                                             ["The cell given has no option 'zones'", "SatMZU"]),
+    "a misspelt cell option as an init_args flag": (["SatMZU", "--model.init_args.cell.init_args.zonez", "4"],
+                                                    ["No cell has the option 'zonez' (--model.init_args.cell.init_args."
+                                                     "zonez). Did you mean 'zones'?"]),
+    "compare's Name(option=value) form with a misspelt option": (
+        ["SatMZU(zonez=4)"], ["SatMZU has no option 'zonez'. Did you mean 'zones'?", "compare's --cells form",
+                              '--model.init_args.cell \'{"class_path": "SatMZU", "init_args": {"zones": 4}}\'']),
 }
 
 
@@ -719,6 +732,17 @@ def test_compare_match_params_with_an_unknown_cell(workdir, capsys):
     other_command_error(capsys, workdir, compare_main, ["--config", LOGIC, "--cells", "GRU", "--match-params",
                                                         "GRUU@8", "--out", "cmp"],
                         "--match-params 'GRUU@8': Unknown cell 'GRUU'. Did you mean 'GRU'?")
+
+
+def test_compare_a_misspelt_task_class_in_the_config(workdir, capsys):
+    """compare used to print the whole model dict the parser echoed."""
+    from lit_rnncells.experiments.compare import main as compare_main
+    (workdir / "bad.yaml").write_text(Path(LOGIC).read_text().replace("LogicEvaluator", "LogicEvaluatr"))
+    line = other_command_error(capsys, workdir, compare_main,
+                               ["--config", "bad.yaml", "--cells", "GRU", "--out", "cmp"],
+                               "Unknown task class 'lit_rnncells.tasks.LogicEvaluatr' (--model). Did you mean "
+                               "'LogicEvaluator'?")
+    assert "init_args" not in line and "embedding_size" not in line
 
 
 def test_compare_a_misspelt_cell_option(workdir, capsys):
@@ -801,3 +825,239 @@ def test_the_catalogue_is_large_enough():
     probes = len(CLI_PROBES) + len(LM_PROBES) + sum(1 for name in globals() if name.startswith("test_")) - 3
     claim = re.search(r"over (\d+) such mistakes", (ROOT / "docs" / "reliability.md").read_text())
     assert claim is not None and probes > int(claim[1]) >= 40, (probes, claim)
+
+
+# --- issue 33, section 4 -----------------------------------------------------------------------------------
+@pytest.mark.parametrize("task", ["imdb", "absa", "seq2seq"])
+def test_a_blank_predict_line_is_refused_the_same_way_by_every_task(task, seq2seq_checkpoint, workdir, capsys,
+                                                                     tmp_path):
+    """IMDB used to label blank lines (``positive 0.5540`` each); every task now names the line, in one sentence."""
+    lines = workdir / "input.txt"
+    if task == "seq2seq":
+        args, ckpt = parallel_args(seq2seq_checkpoint["data"]), seq2seq_checkpoint["ckpt"]
+        lines.write_text("ein mann .\n\nzwei hunde .\n")
+    else:
+        args = imdb_args(write_imdb(tmp_path / "imdb")) if task == "imdb" else absa_args(write_semeval(tmp_path / "s"))
+        assert run(["fit", *args, "--trainer.logger", "false", "--trainer.default_root_dir",
+                    str(tmp_path / "run")]) == 0
+        ckpt = next((tmp_path / "run").rglob("*.ckpt"))
+        lines.write_text("a good film\t film\n  \nbad\tbad\n" if task == "absa" else "a good film\n  \nbad\n")
+    expect_error(capsys, workdir, ["predict", *args, "--ckpt_path", str(ckpt), "--data.init_args.predict_file",
+                                   str(lines)], "Line 2 of", "is empty; evaluation and predict inputs need text on "
+                                                             "every line", code=2)
+
+
+def write_corpus(folder: Path) -> Path:
+    """A tiny character corpus ``{train,valid,test}.txt`` of random word sequences (splits that do not overlap)."""
+    import random
+
+    rng = random.Random(0)
+    words = "the quick brown fox jumps over lazy dog a cat sat on mat and ran far away".split()
+    folder.mkdir(parents=True, exist_ok=True)
+    for split, n in (("train", 300), ("valid", 40), ("test", 40)):
+        (folder / f"{split}.txt").write_text("".join(" ".join(rng.choices(words, k=8)) + "\n" for _ in range(n)))
+    return folder
+
+
+def corpus_args(folder: Path) -> List[str]:
+    return ["--config", LM, *QUIET, *TINY_LM, "--data.init_args.dataset", "text", "--data.init_args.level", "char",
+            "--data.init_args.data_dir", str(folder)]
+
+
+def test_variable_bptt_with_a_fractional_validation_interval(workdir, capsys):
+    """Lightning refused it only once training started, in a 62-line traceback."""
+    expect_error(capsys, workdir, ["fit", *corpus_args(write_corpus(workdir / "corpus")), "--data.init_args."
+                                   "variable_bptt", "true", "--trainer.val_check_interval", "0.5"],
+                 "--trainer.val_check_interval 0.5 is a fraction of an epoch", "variable_bptt true",
+                 "number of training batches", code=2)
+
+
+def run_unprivileged(args: List[str], cwd: Path, env: Optional[Dict[str, str]] = None):
+    """``python -m lit_rnncells <args>`` in a subprocess where folder permissions hold: as root, through
+    ``setpriv`` without capabilities (so a read-only folder is read-only); skipped when that is not possible."""
+    import subprocess
+    import sys
+
+    prefix: List[str] = []
+    if os.geteuid() == 0:
+        if shutil.which("setpriv") is None:
+            pytest.skip("running as root without setpriv: a read-only folder cannot be made read-only for root")
+        prefix = ["setpriv", "--inh-caps=-all", "--bounding-set=-all", "--"]
+    full_env = {**os.environ, "PYTHONPATH": str(ROOT), "WANDB_MODE": "disabled", **(env or {})}
+    done = subprocess.run([*prefix, sys.executable, "-m", "lit_rnncells", *args], cwd=cwd, env=full_env,
+                          capture_output=True, text=True, timeout=300)
+    if "setpriv" in done.stderr and done.returncode != 0 and "error: " not in done.stderr:
+        pytest.skip(f"setpriv cannot drop capabilities here: {done.stderr.strip()[-200:]}")
+    return done
+
+
+@pytest.mark.parametrize("where", ["the working folder (runs/ under it)", "--run_dir"])
+def test_a_read_only_run_folder(where, tmp_path):
+    """A 28-line PermissionError traceback before; now one sentence naming the folder and the way out."""
+    read_only = tmp_path / "read-only"
+    read_only.mkdir()
+    read_only.chmod(0o555)
+    try:
+        extra = ["--run_dir", str(read_only / "run")] if where == "--run_dir" else []
+        done = run_unprivileged(["fit", "--config", LOGIC, *TINY_LOGIC, *QUIET, "--trainer.logger", "false", *extra],
+                                cwd=read_only if not extra else tmp_path)
+    finally:
+        read_only.chmod(0o755)
+    lines = [ln for ln in done.stderr.splitlines() if ln.startswith("error: ")]
+    assert done.returncode == 2 and len(lines) == 1 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    assert f"Cannot write the run folder {read_only}" in lines[0] and "Permission denied" in lines[0]
+    assert "pass --run_dir <a folder you can write to>" in lines[0]
+    assert list(read_only.iterdir()) == []
+
+
+def test_a_cache_variable_naming_a_file(workdir, capsys, monkeypatch):
+    """LIT_RNNCELLS_CACHE pointing at a file gave an 86-line double traceback."""
+    (workdir / "cache.txt").write_text("mine\n")
+    monkeypatch.setenv("LIT_RNNCELLS_CACHE", str(workdir / "cache.txt"))
+    expect_error(capsys, workdir, ["fit", *corpus_args(write_corpus(workdir / "corpus"))],
+                 f"LIT_RNNCELLS_CACHE '{workdir / 'cache.txt'}' is a file, not a folder",
+                 "set LIT_RNNCELLS_CACHE to a folder you can write to", "--data.init_args.cache_dir ''", code=2)
+    assert (workdir / "cache.txt").read_text() == "mine\n"
+
+
+def test_a_read_only_cache_folder(tmp_path):
+    read_only = tmp_path / "cache"
+    read_only.mkdir()
+    read_only.chmod(0o555)
+    try:
+        done = run_unprivileged(["fit", *corpus_args(write_corpus(tmp_path / "corpus")), "--trainer.logger", "false"],
+                                cwd=tmp_path, env={"LIT_RNNCELLS_CACHE": str(read_only)})
+    finally:
+        read_only.chmod(0o755)
+    lines = [ln for ln in done.stderr.splitlines() if ln.startswith("error: ")]
+    assert done.returncode == 2 and len(lines) == 1 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    assert f"Cannot write the cache folder {read_only} (Permission denied)" in lines[0]
+
+
+def test_a_mistyped_relative_data_dir_says_no_local_folder_exists(workdir, capsys, monkeypatch, tmp_path):
+    """``data/ptbb`` (no ``data/`` here) has the shape of a hub id: it is said at once, before the hub is tried
+    (which took 48 s of retries), that no local folder of that name exists, and the error says it again."""
+    from tests.hub_stub import HubStub
+
+    HubStub(tmp_path, monkeypatch)  # an empty hub cache, offline
+    monkeypatch.delenv("LIT_RNNCELLS_DATA", raising=False)
+    expect_error(capsys, workdir, ["fit", "--config", LM, *QUIET, *TINY_LM, "--data.init_args.data_dir", "data/ptbb"],
+                 "Could not load 'data/ptbb' from the Hugging Face hub",
+                 f"no local folder 'data/ptbb' exists (in {workdir}) either: if you meant a local folder, fix the path")
+
+
+def test_a_mistyped_relative_data_dir_is_named_before_the_hub_is_tried(workdir, monkeypatch, tmp_path):
+    from lit_rnncells.data import hub
+    from tests.hub_stub import HubStub
+
+    HubStub(tmp_path, monkeypatch)
+    monkeypatch.chdir(workdir)
+    with pytest.warns(UserWarning, match=r"data_dir 'data/ptbb': no local folder 'data/ptbb' exists .* read as a "
+                                         "Hugging Face hub dataset; if you meant a local folder, fix the path"):
+        with pytest.raises(hub.HubError):
+            hub.load_splits("data/ptbb", ("train",), "a local copy")
+
+
+def test_a_hub_name_without_its_owner_names_the_hub_form(workdir, capsys, monkeypatch):
+    monkeypatch.delenv("LIT_RNNCELLS_DATA", raising=False)
+    expect_error(capsys, workdir, ["fit", "--config", LM, *QUIET, *TINY_LM, "--data.init_args.data_dir",
+                                   "ptb_text_only"], "Corpus folder 'ptb_text_only' does not exist",
+                 "a hub dataset is named owner/name: did you mean 'ptb-text-only/ptb_text_only'?")
+
+
+def test_a_data_option_a_checkpoint_overrides_is_said_to_be_ignored(seq2seq_checkpoint, workdir, capsys):
+    """``test --data.init_args.subword_vocab_size 600`` with a checkpoint used the checkpoint's tokenizers without a
+    word; it still does (the weights were trained on them: not an error), and a warning says the option is ignored
+    and why (docs/tasks.md)."""
+    args = ["test", *parallel_args(seq2seq_checkpoint["data"]), "--ckpt_path", str(seq2seq_checkpoint["ckpt"]),
+            "--trainer.limit_test_batches", "1"]
+    old = os.getcwd()
+    os.chdir(workdir)
+    try:
+        with pytest.warns(UserWarning, match=r"--data.init_args.subword_vocab_size 600 \(trained with 300\); "
+                                             r"--data.init_args.min_frequency 3 \(trained with 1\): ignored, because "
+                                             r"test takes the tokenizers / vocabulary from the checkpoint"):
+            assert run([*args, "--data.init_args.subword_vocab_size", "600", "--data.init_args.min_frequency",
+                        "3"]) == 0
+        import warnings
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            assert run(args) == 0  # the options it was trained with: no warning
+    finally:
+        os.chdir(old)
+    assert not [w for w in caught if "ignored, because" in str(w.message)]
+
+
+def test_the_semeval_offset_warning_is_given_once_per_fit(workdir, tmp_path):
+    """Terms whose from/to offsets do not match their text: one warning per file, not one from the DataModule
+    and another from the split check that reads the same file."""
+    import warnings
+
+    folder = write_semeval(tmp_path / "semeval")
+    train = folder / "Restaurants_Train_v2.xml"
+    train.write_text(train.read_text().replace('from="4"', 'from="5"', 1))
+    old = os.getcwd()
+    os.chdir(workdir)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            assert run(["fit", *absa_args(folder), "--trainer.logger", "false", "--trainer.default_root_dir",
+                        str(tmp_path / "run"), "--test_after_fit", "true"]) == 0
+    finally:
+        os.chdir(old)
+    offsets = {(str(w.message), w.filename, w.lineno) for w in caught if "from/to offsets" in str(w.message)}
+    assert len(offsets) == 1 and "1 aspect terms in" in next(iter(offsets))[0], offsets
+
+
+def test_sigterm_during_the_test_after_fit_stops_it(tmp_path):
+    """A real SIGTERM, from outside, while the test that follows fit runs: the test stops before its next batch
+    with exit code 143 (it used to run to its end: Lightning's handler only sets a flag that its training loop
+    reads). Through the command line in a subprocess; no timing beyond a generous time-out."""
+    import json
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    flag = tmp_path / "testing"
+    pause = {"class_path": "tests.examples.recorders.PauseInTest", "init_args": {"flag": str(flag)}}
+    args = ["fit", "--config", LOGIC, *TINY_LOGIC[:-2], *QUIET, "--test_after_fit", "true", "--data.init_args."
+            "batch_size", "8", "--trainer.logger", "false", "--run_dir", str(tmp_path / "run"),
+            "--trainer.callbacks+=" + json.dumps(pause)]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "WANDB_MODE": "disabled"}
+    proc = subprocess.Popen([sys.executable, "-m", "lit_rnncells", *args], cwd=tmp_path, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        end = time.monotonic() + 300
+        while not flag.exists():
+            assert proc.poll() is None, proc.communicate()[1][-3000:]
+            assert time.monotonic() < end, "the test loop never started"
+            time.sleep(0.2)
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 143, err[-3000:]
+    assert "SIGTERM during test: stopped after 1 of 4 batches; no test metrics were reported." in err
+    assert "test/acc" not in out
+
+
+def test_sigterm_during_a_decoding_batch_stops_between_its_steps(seq2seq_checkpoint, workdir, capsys):
+    """A paper-size seq2seq test batch can decode for minutes: the beam search reads the SIGTERM flag between its
+    steps, so the batch during which the signal came is not finished (0 batches done, exit 143)."""
+    import json
+
+    stop = {"class_path": "tests.examples.recorders.SigtermInTestBatch", "init_args": {"batch": 0}}
+    old = os.getcwd()
+    os.chdir(ROOT)  # tests.examples imports from the repository root
+    try:
+        code = run(["test", *parallel_args(seq2seq_checkpoint["data"]), "--ckpt_path", str(seq2seq_checkpoint["ckpt"]),
+                    "--data.init_args.eval_batch_size", "2", "--model.init_args.beam_size", "3",
+                    "--trainer.callbacks+=" + json.dumps(stop)])
+    finally:
+        os.chdir(old)
+    captured = capsys.readouterr()
+    assert code == 143, captured.err[-2000:]
+    assert "SIGTERM during test: stopped after 0 of 2 batches; no test metrics were reported." in captured.err
+    assert "test/" not in captured.out

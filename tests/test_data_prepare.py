@@ -522,3 +522,106 @@ def test_prepare_gigaword_lays_out_the_harvardnlp_archive(tmp_path, capsys, monk
                        "valid.article.filter.txt": "g h i\n", "valid.title.filter.txt": "g h\n",
                        "test.article.txt": "j k l\n", "test.title.txt": "j UNK\n"}
     assert code == 1 and "gigaword article-title train has 2 pairs, the official release 3,803,957" in out
+
+
+# --- issue 33, section 4: prepare's messages about the user's own files and a short mirror copy -----------------
+def test_a_non_release_archive_in_the_folder_the_project_reads_is_never_to_be_deleted(tmp_path, capsys):
+    """``prepare imdb --source <the folder the DataModule reads>`` with an archive that is not the release: the
+    archive is the user's own copy, kept, and the message does not tell them to delete it."""
+    folder = tmp_path / "imdb"
+    folder.mkdir()
+    (folder / "aclImdb_v1.tar.gz").write_bytes(b"my own archive\n")
+    code, out = run(capsys, "prepare", "imdb", "--source", str(folder), "--dest", str(folder), "--force")
+    errors = [line for line in out.splitlines() if line.startswith("error: ")]
+    assert code == 1 and len(errors) == 1, out
+    assert "aclImdb_v1.tar.gz has 15 bytes, the release 84,125,825" in errors[0]
+    assert "is your own copy and was left as it is" in errors[0] and "delete" not in errors[0]
+    assert (folder / "aclImdb_v1.tar.gz").read_bytes() == b"my own archive\n"
+
+
+def test_an_archive_without_the_release_members_given_with_source_is_kept(tmp_path, capsys):
+    with tarfile.open(tmp_path / "de-en.tgz", "w:gz") as tar:
+        tar.addfile(tarfile.TarInfo("de-en/README"), io.BytesIO(b""))
+    code, out = run(capsys, "prepare", "iwslt14", "--source", str(tmp_path), "--dest", str(tmp_path / "out"))
+    assert code == 1 and "is your own copy and was left as it is" in out and "delete" not in out
+    assert (tmp_path / "de-en.tgz").is_file()
+
+
+def test_source_given_a_file_says_it_takes_a_folder(tmp_path, capsys):
+    (tmp_path / "aclImdb_v1.tar.gz").write_bytes(b"x")
+    code, out = run(capsys, "prepare", "imdb", "--source", str(tmp_path / "aclImdb_v1.tar.gz"), "--dest",
+                    str(tmp_path / "out"))
+    assert code == 1 and out.count("error: ") == 1, out
+    assert f"--source takes the folder that holds the release files: pass --source {tmp_path}" in out
+
+
+def sst_from(monkeypatch, data: bytes, size: int) -> None:
+    """``sst``'s release file is ``data`` as far as prepare knows (size ``size``, the sha256 of ``data``)."""
+    real = known.KNOWN["sst"]
+    source = Source(real.sources[0].url, real.sources[0].filename, size, hashlib.sha256(data).hexdigest(),
+                    provenance="the test")
+    monkeypatch.setitem(known.KNOWN, "sst", Dataset("sst", real.title, real.datamodule, (source,), real.layouts, ""))
+
+
+@pytest.mark.parametrize("mirror_kind", ["file", "http"])
+def test_a_truncated_file_on_a_mirror_says_the_mirrors_copy_is_short(mirror_kind, server, capsys, tmp_path,
+                                                                       monkeypatch):
+    """The mirror's copy is short: every run says so, with both sizes (not "run prepare again to resume it",
+    which can never complete it)."""
+    sst_from(monkeypatch, PAYLOAD, len(PAYLOAD))
+    if mirror_kind == "file":
+        (tmp_path / "mirror").mkdir()
+        (tmp_path / "mirror" / "trainDevTestTrees_PTB.zip").write_bytes(PAYLOAD[:5000])
+        mirror = (tmp_path / "mirror").as_uri()
+    else:
+        _Handler.files["trainDevTestTrees_PTB.zip"] = PAYLOAD[:5000]
+        mirror = server
+    for _ in range(2):
+        code, out = run(capsys, "prepare", "sst", "--dest", str(tmp_path / "sst"), "--mirror", mirror)
+        errors = [line for line in out.splitlines() if line.startswith("error: ")]
+        assert code == 1 and len(errors) == 1, out
+        assert "the copy of trainDevTestTrees_PTB.zip has 5,000 bytes, the release 16,384" in errors[0]
+        assert "that copy is short (truncated)" in errors[0] and "resume" not in errors[0]
+
+
+
+def laptops_xml(sentences: List[Tuple[str, str]]) -> str:
+    body = "".join(f'<sentence id="{i}"><text>{text}</text><aspectTerms><aspectTerm term="{term}" polarity="positive" '
+                   f'from="{text.index(term)}" to="{text.index(term) + len(term)}"/></aspectTerms></sentence>'
+                   for i, (text, term) in enumerate(sentences))
+    return f'<?xml version="1.0" encoding="UTF-8"?>\n<sentences>{body}</sentences>\n'
+
+
+@pytest.fixture
+def semeval_counts(monkeypatch) -> None:
+    """semeval14 as known, but with the counts of the tiny files below (2 train / 2 test aspect terms a domain)."""
+    real = known.KNOWN["semeval14"]
+    layouts = tuple(Layout(lay.name, lay.kind, lay.files, {"train": 2, "test": 2}, optional=lay.optional)
+                    for lay in real.layouts)
+    monkeypatch.setitem(known.KNOWN, "semeval14", Dataset("semeval14", real.title, real.datamodule, (), layouts,
+                                                         real.steps, manual=real.manual))
+
+
+def test_check_semeval_with_only_the_laptops_files_has_no_faults(semeval_counts, tmp_path, capsys):
+    """A user who has only the Laptops domain: its files are checked, the Restaurants files (which that user
+    does not need) are a note, not a fault; exit 0 (issue 33). Half a domain is still a fault."""
+    folder = tmp_path / "semeval14"
+    folder.mkdir()
+    (folder / "Laptop_Train_v2.xml").write_text(laptops_xml([("The screen is bright.", "screen"),
+                                                             ("The keyboard is fine.", "keyboard")]))
+    (folder / "Laptops_Test_Gold.xml").write_text(laptops_xml([("The battery lasts.", "battery"),
+                                                               ("The fan is loud.", "fan")]))
+    code, out = run(capsys, "check", "semeval14", "--dest", str(folder))
+    assert code == 0 and "error:" not in out, out
+    assert "found: semeval14 laptops: train 2, test 2 aspect terms" in out
+    assert "restaurants: not present (this folder holds laptops); to use restaurants too, add " \
+           "Restaurants_Test_Gold.xml, Restaurants_Train_v2.xml" in out
+    (folder / "Laptops_Test_Gold.xml").unlink()
+    code, out = run(capsys, "check", "semeval14", "--dest", str(folder))
+    assert code == 1 and "missing file" in out and "Laptops_Test_Gold.xml" in out
+
+
+def test_check_an_empty_semeval_folder_still_names_the_required_files(semeval_counts, tmp_path, capsys):
+    (tmp_path / "semeval14").mkdir()
+    code, out = run(capsys, "check", "semeval14", "--dest", str(tmp_path / "semeval14"))
+    assert code == 1 and "Restaurants_Train_v2.xml" in out

@@ -57,3 +57,53 @@ def test_predict_has_no_batch_indices_warning(tmp_path, monkeypatch, capsys):
         warnings.simplefilter("always")
         assert run(["predict", *TINY, "--ckpt_path", str(ckpt), "--predict_output", str(tmp_path / "p.txt")]) == 0
     assert not [w for w in caught if "infer the batch indices" in str(w.message)]
+
+
+def test_messages_count_one_in_the_singular(tmp_path):
+    """Issue 33: "1 epochs", "1 batches" read wrong; a count of one takes the singular (and others the plural)."""
+    from lit_rnncells.progress import plural
+    from lit_rnncells.run_folder import finished
+
+    assert [plural(1, "epoch"), plural(2, "epoch"), plural(1, "batch", "batches"), plural("?", "batch", "batches"),
+            plural(1_000, "step")] == ["1 epoch", "2 epochs", "1 batch", "? batches", "1,000 steps"]
+    assert finished({"global_step": 1}, None, 1).startswith("it trained 1 step of max_steps 1")
+    done = {"global_step": 2, "loops": {"fit_loop": {"epoch_progress": {"current": {"processed": 1}},
+                                                     "epoch_loop.batch_progress": {"is_last_batch": True}}}}
+    assert finished(done, 1, None).startswith("it trained 1 epoch of max_epochs 1")
+    result = cli(tmp_path, "fit", *TINY, "--trainer.max_epochs", "1", "--data.init_args.batch_size", "64",
+                 "--test_after_fit", "true")
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = (result.stdout + result.stderr).splitlines()
+    assert "fit: started, 1 batch an epoch (0 s)" in lines
+    assert any(ln.startswith("fit: ended after 1 epoch, step 1") for ln in lines), lines
+    assert any(ln.startswith("test: started, 1 batch (") for ln in lines), lines
+
+
+def test_a_fit_and_its_resume_print_no_banners_summary_or_directory_warning(tmp_path):
+    """Issue 33: the GPU/TPU banners (no GPU here), the 14-line model summary and, on resume, "Checkpoint directory
+    exists and is not empty" came with every fit. The summary stays one flag away."""
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    words = "the quick brown fox jumps over lazy dog a cat sat on mat".split()
+    for split, n in (("train", 200), ("valid", 20), ("test", 20)):
+        lines = (" ".join(words[(i * 7 + j * (3 + len(split))) % len(words)] for j in range(9)) + f" {split} {i}\n"
+                 for i in range(n))
+        (corpus / f"{split}.txt").write_text("".join(lines))
+    lm = ["--config", str(ROOT / "configs" / "lm" / "ptb_char_gru_reference.yaml"), "--data.init_args.dataset", "text",
+          "--data.init_args.level", "char", "--data.init_args.data_dir", str(corpus), "--data.init_args.cache_dir", "",
+          "--model.init_args.embedding_size", "8", "--model.init_args.hidden_size", "16", "--data.init_args.batch_size",
+          "4", "--data.init_args.bptt", "20", "--trainer.max_time", "null", "--trainer.limit_val_batches", "1",
+          "--trainer.val_check_interval", "1", "--trainer.logger", "false", "--run_dir", str(tmp_path / "run")]
+    first = cli(tmp_path, "fit", *lm, "--trainer.max_steps", "2")
+    resumed = cli(tmp_path, "fit", *lm, "--trainer.max_steps", "4", "--ckpt_path",
+                  str(tmp_path / "run" / "checkpoints" / "last.ckpt"))
+    for result in (first, resumed):
+        assert result.returncode == 0, result.stderr[-3000:]
+        output = result.stdout + result.stderr
+        if not __import__("torch").cuda.is_available():
+            assert "GPU available" not in output and "TPU available" not in output
+        assert "Total params" not in output and "| Name" not in output
+        assert "exists and is not empty" not in output
+    summary = cli(tmp_path, "fit", *lm[:-2], "--run_dir", str(tmp_path / "run2"), "--trainer.max_steps", "1",
+                  "--trainer.enable_model_summary", "true")
+    assert summary.returncode == 0 and "Total params" in summary.stdout + summary.stderr

@@ -375,6 +375,9 @@ def test_predict_from_a_checkpoint_alone(tmp_path, monkeypatch):
     alone = DocumentSentimentDataModule(data_dir=str(tmp_path / "gone"), checkpoint_path=str(ckpt),
                                         predict_file=str(lines), **tiny())
     assert alone.vocab == dm.vocab and alone.num_classes == 2
+    with pytest.raises(ValueError, match=r"Line 2 of predict_file .* is empty"):  # issue 33: as seq2seq and ABSA
+        alone.setup("predict")
+    lines.write_text("A great film!\nzzzunseen\nboring zzzunseen\n")
     alone.setup("predict")
     rows = {}
     for batch in alone.predict_dataloader():

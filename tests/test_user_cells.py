@@ -48,3 +48,46 @@ def test_an_unregistered_cell_is_found_and_saved_by_its_import_path():
     assert cell_config(GainRNN) == "tests.examples.leaderboard_cell.GainRNN"
     assert resolve_cell(cell_config(GainRNN)) is GainRNN
     assert cell_config(registry.get_cell("GRU")) == "GRU"
+USER_CELL = '''
+import torch
+from torch import nn
+from lit_rnncells.cells import RecurrentCell
+
+
+class MyCell(RecurrentCell):
+    """A user's cell, in the user's own module (not registered, not in the package)."""
+
+    def __init__(self, input_size, hidden_size, unused=False):
+        super().__init__(input_size, hidden_size)
+        self.weight_ih = nn.Parameter(torch.randn(hidden_size, input_size) / input_size ** 0.5)
+        self.weight_hh = nn.Parameter(torch.randn(hidden_size, hidden_size) / hidden_size ** 0.5)
+        if unused:
+            self.spare = nn.Parameter(torch.zeros(hidden_size))  # a parameter no step reads
+
+    def project_input(self, x):
+        return x @ self.weight_ih.t()
+
+    def step(self, x_proj_t, h):
+        return torch.tanh(x_proj_t + h @ self.weight_hh.t())
+'''
+
+
+def test_a_users_cell_runs_the_contract_from_outside_the_package(tmp_path, monkeypatch):
+    """Issue 33: ``-k MinimalRNN`` collected nothing for a user's cell; ``lit_rnncells.nn.check_cell`` runs every
+    check of the contract on a cell of any module, and names the check a broken cell fails."""
+    import functools
+
+    import pytest
+
+    from lit_rnncells.nn import CellContractError, check_cell
+    from lit_rnncells.nn.contract import CHECKS
+
+    (tmp_path / "my_cells.py").write_text(USER_CELL)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "my_cells", raising=False)
+    from my_cells import MyCell  # noqa: E402  (the user's module, outside the package)
+
+    assert check_cell(MyCell) == list(CHECKS)
+    with pytest.raises(CellContractError, match=r"cell contract, gradients: no finite, non-zero gradient reaches "
+                                                r"\['cells.0.spare'"):
+        check_cell(functools.partial(MyCell, unused=True))

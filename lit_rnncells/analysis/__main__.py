@@ -31,7 +31,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         if getattr(args, "output", None):
             check_output_file(args.output, "--output")  # before any checkpoint is read or figure drawn
+        already = len(common.WRITTEN)
         common.FIGURES[args.figure].run(args)
+        for path in common.WRITTEN[already:]:
+            print(f"analysis {args.figure}: wrote {path}", flush=True)
     except (ValueError, FileNotFoundError, NotADirectoryError, IsADirectoryError) as error:
         if os.environ.get("LIT_RNNCELLS_TRACEBACK"):
             raise

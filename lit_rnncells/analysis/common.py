@@ -5,7 +5,7 @@ import argparse
 import importlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from lightning.pytorch import LightningModule
 
@@ -70,6 +70,10 @@ def datamodule_state(checkpoint: Dict[str, Any], name: str) -> Dict[str, Any]:
     return checkpoint[name]
 
 
+WRITTEN: List[Path] = []
+"""Every file :func:`save_figure` wrote in this process, in order (the command line names them)."""
+
+
 def save_figure(fig: Any, output: str | Path, *, wandb_key: Optional[str] = None) -> Path:
     """Write ``fig`` as a PNG at ``output`` (folders made), close it, and log it to W&B when a run is active."""
     import matplotlib.pyplot as plt
@@ -84,6 +88,7 @@ def save_figure(fig: Any, output: str | Path, *, wandb_key: Optional[str] = None
         fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+    WRITTEN.append(path)
     try:
         import wandb
 

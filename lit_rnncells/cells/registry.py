@@ -4,7 +4,8 @@ from __future__ import annotations
 import difflib
 import importlib
 import inspect
-from typing import Any, Callable, Dict, List, Type, TypeVar
+import re
+from typing import Any, Callable, Dict, List, Optional, Sequence, Type, TypeVar
 
 from .base import RecurrentCell
 
@@ -61,6 +62,33 @@ def _imported_cell(path: str) -> Type[RecurrentCell] | None:
     return found if isinstance(found, type) and issubclass(found, RecurrentCell) else None
 
 
+def no_option_message(name: str, option: str, accepted: Optional[Sequence[str]]) -> str:
+    """``<name> has no option '<option>'. Did you mean '<close>'? <name> accepts: ...`` (``accepted`` None: the
+    first sentence only). Shared by the command line, compare and :func:`get_cell`."""
+    if accepted is None:
+        return f"{name} has no option '{option}'."
+    close = difflib.get_close_matches(option, accepted, n=1)
+    hint = f" Did you mean '{close[0]}'?" if close else ""
+    return f"{name} has no option '{option}'.{hint} {name} accepts: {', '.join(accepted)}."
+
+
+def _options_form(name: str) -> Optional[str]:
+    """``Name(key=value, ...)`` (compare's ``--cells`` form) given where a cell name is expected: the sentence
+    that names a misspelt option and the form the command line takes; ``None`` for any other name."""
+    found = re.fullmatch(r"\s*([\w.]+)\((.*)\)\s*", name)
+    if found is None or _key(found.group(1)) not in _CELLS:
+        return None
+    cls = _CELLS[_key(found.group(1))]
+    pairs = [p.partition("=") for p in (p.strip() for p in found.group(2).split(",")) if p]
+    accepted = cell_options(cls)
+    wrong = [key.strip() for key, _, _ in pairs if key.strip() not in accepted]
+    spelt = {k: (difflib.get_close_matches(k, accepted, n=1) or [k])[0] for k in wrong}
+    fixed = ", ".join(f'"{spelt.get(key.strip(), key.strip())}": {value.strip()}' for key, _, value in pairs)
+    first = f"{no_option_message(cls.__name__, wrong[0], accepted)} " if wrong else ""
+    return (f"Cell {name!r}: {first}Name(key=value) is compare's --cells form; here give the cell's options as "
+            f"--model.init_args.cell '{{\"class_path\": \"{cls.__name__}\", \"init_args\": {{{fixed}}}}}'.")
+
+
 def get_cell(name: str) -> Type[RecurrentCell]:
     """The cell class registered as ``name``, or at the import path ``name`` (``mycells.minimal.MyCell`` or
     ``mycells.minimal:MyCell``); a clear error lists the known ones."""
@@ -70,6 +98,9 @@ def get_cell(name: str) -> Type[RecurrentCell]:
         imported = _imported_cell(name) if "." in name or ":" in name else None
         if imported is not None:
             return imported
+        form = _options_form(name)
+        if form is not None:
+            raise UnknownCellError(form) from None
         if "class_path" in name or "." in name or ":" in name:
             raise UnknownCellError(f"Cell {name!r} could not be imported: check the class_path spelling, e.g. "
                                    f"'lit_rnncells.cells.GRU'. Known cells: {', '.join(available_cells())}.") from None

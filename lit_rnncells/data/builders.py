@@ -21,6 +21,19 @@ class PrepareError(Exception):
     """A failure of ``prepare``: one sentence naming the problem and the fix."""
 
 
+DOWNLOADS = ".downloads"
+"""The folder (inside the destination) that prepare downloads into and removes when done."""
+
+
+def redo(archive: Path) -> str:
+    """The fix for a release file that is not the release: one prepare downloaded may be deleted; a user's own
+    copy (given with ``--source``) is never ours to delete."""
+    if archive.parent.name == DOWNLOADS:
+        return f"delete {archive} and run prepare again, or fetch it from another --mirror"
+    return (f"{archive} is your own copy and was left as it is: put the release file in --source instead, or run "
+            "prepare without --source to download it")
+
+
 def write(path: Path, data: bytes) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_bytes(data)
@@ -33,8 +46,7 @@ def verify_md5(name: str, data: bytes, expected: Optional[str], archive: Path, p
         return
     got = hashlib.md5(data).hexdigest()
     if got != expected:
-        raise PrepareError(f"{name} in {archive.name} has MD5 {got}, {publisher} {expected}; delete {archive.name} "
-                           "and run prepare again")
+        raise PrepareError(f"{name} in {archive.name} has MD5 {got}, {publisher} {expected}; {redo(archive)}")
 
 
 def members(archive: Path, wanted: Dict[str, str]) -> Dict[str, bytes]:
@@ -54,8 +66,8 @@ def members(archive: Path, wanted: Dict[str, str]) -> Dict[str, bytes]:
                         found[out] = tar.extractfile(member).read()  # type: ignore[union-attr]
     missing = sorted(set(wanted.values()) - set(found))
     if missing:
-        raise PrepareError(f"{archive.name} lacks the members for {missing}; it is not the expected release, "
-                           "delete it and run prepare again")
+        raise PrepareError(f"{archive.name} lacks the members for {missing}; it is not the expected release: "
+                           f"{redo(archive)}")
     return found
 
 
@@ -85,7 +97,7 @@ def iwslt14(archives: List[Path], folder: Path, log: Log) -> None:
     try:
         iwslt14_release.prepare(archives[0], folder, log)
     except (ValueError, tarfile.TarError) as err:
-        raise PrepareError(f"{err}; delete {archives[0]} and run prepare again") from None
+        raise PrepareError(f"{err}; {redo(archives[0])}") from None
 
 
 def gigaword(archives: List[Path], folder: Path, log: Log) -> None:

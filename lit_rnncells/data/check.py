@@ -125,7 +125,7 @@ def read_examples(kind: str, paths: Mapping[str, Sequence[Path]]) -> Tuple[Dict[
         elif kind == "semeval":
             for _ in _iter_lines(files[0]):  # encoding first: the XML parser's error would not name it
                 pass
-            sentences = semeval.read_xml(files[0])
+            sentences = semeval.read_xml(files[0], warn_offsets=False)  # the DataModule's own read warns once
             counts[split] = sum(len(s.aspects) for s in sentences)
             keys[split] = [_key(s.text.strip()) for s in sentences]
         else:  # lines, sst: one example per non-blank line
@@ -251,8 +251,18 @@ def check_folder(name: str, folder: Path) -> Report:
         report.faults.append(Fault("missing", f"the folder {folder} does not exist",
                                    f"run `python -m lit_rnncells.data prepare {name}`, or pass --dest"))
         return report
-    for layout in known.layouts:
-        part = check_bound(bind(name, layout, folder))
+    bounds = [bind(name, layout, folder) for layout in known.layouts]
+    absent = [not any(p.is_file() for paths in b.paths.values() for p in paths) for b in bounds]
+    held = [b.layout.name for b, gone in zip(bounds, absent) if not gone]
+    for bound, gone in zip(bounds, absent):
+        if gone and held and not bound.layout.optional:
+            # Each file group is read on its own (e.g. SemEval's Laptops without the Restaurants): one the folder
+            # does not hold at all is no fault when another is there; only a group with some files missing is.
+            files = sorted({p.name for paths in bound.paths.values() for p in paths})
+            report.notes.append(f"{bound.title} {bound.layout.name}: not present (this folder holds "
+                                f"{', '.join(held)}); to use {bound.layout.name} too, add {', '.join(files)}")
+            continue
+        part = check_bound(bound)
         report.faults.extend(part.faults)
         report.notes.extend(part.notes)
         report.ok.extend(part.ok)

@@ -3,7 +3,7 @@ tokenizers, vocabulary and labels from the checkpoint alone."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Dict
+from typing import Any, Dict, List
 
 import torch
 
@@ -61,3 +61,24 @@ def reopen_cut_epoch(checkpoint: Dict[str, Any]) -> None:
                 progress[key] -= 1
     if "epoch" in checkpoint:
         checkpoint["epoch"] = current["completed"]
+
+
+def options_the_checkpoint_overrides(datamodule: Any, checkpoint: Dict[str, Any]) -> List[str]:
+    """``--data.init_args.<option> <given> (trained with <saved>)`` for each option of ``datamodule`` listed in
+    its class's ``FROM_CHECKPOINT`` whose value differs from the one it was trained with. With a checkpoint,
+    ``test`` / ``validate`` / ``predict`` take what those options build (tokenizers, vocabulary) from the
+    checkpoint, so the values given are ignored."""
+    names = getattr(type(datamodule), "FROM_CHECKPOINT", ())
+    saved = checkpoint.get("datamodule_hyper_parameters") or {}
+    given = getattr(datamodule, "hparams", {})
+    return [f"--data.init_args.{name} {given[name]} (trained with {saved[name]})" for name in names
+            if name in given and name in saved and given[name] != saved[name]]
+
+
+def ignored_options_warning(datamodule: Any, checkpoint: Dict[str, Any], stage: str) -> str:
+    """The warning for :func:`options_the_checkpoint_overrides` (``""`` when none differs)."""
+    ignored = options_the_checkpoint_overrides(datamodule, checkpoint)
+    if not ignored:
+        return ""
+    return (f"{'; '.join(ignored)}: ignored, because {stage} takes the tokenizers / vocabulary from the checkpoint "
+            "(the model's weights were trained on them); drop the option, or train a new model to change it.")

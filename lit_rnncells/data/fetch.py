@@ -17,9 +17,9 @@ import shutil
 import urllib.error
 import urllib.request
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
-from .builders import PrepareError  # kept importable from here
+from .builders import DOWNLOADS, PrepareError, redo  # PrepareError kept importable from here
 from .known import Source
 
 CHUNK = 1 << 20
@@ -57,7 +57,29 @@ def verify(path: Path, source: Source) -> None:
     """Raise :class:`PrepareError` if ``path`` differs from what is known of ``source``."""
     problem = mismatch(path, source)
     if problem:
-        raise PrepareError(f"{problem}; delete {path} and run prepare again, or fetch it from another --mirror")
+        raise PrepareError(f"{problem}; {redo(path)}")
+
+
+def _served_size(headers: Any, resumed: bool) -> Optional[int]:
+    """The whole size of the server's copy, from ``Content-Range: bytes a-b/<size>`` (a resumed download) or
+    ``Content-Length`` (a whole one); ``None`` when the server does not say."""
+    try:
+        if resumed:
+            total = (headers.get("Content-Range") or "").rpartition("/")[2]
+            return int(total) if total.isdigit() else None
+        length = headers.get("Content-Length") if headers else None
+        return int(length) if length is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def _short_copy(part: Path, source: Source, served: Optional[int]) -> Optional[str]:
+    """``the copy of <file> has N bytes, the release M``, when the part holds all the server has and that is less
+    than the release (a truncated copy on a mirror: resuming cannot complete it)."""
+    size = part.stat().st_size
+    if source.size is None or served is None or size < served or served >= source.size:
+        return None
+    return f"the copy of {source.filename} has {served:,} bytes, the release {source.size:,} ({source.provenance})"
 
 
 def download(source: Source, folder: Path, mirror: Optional[str] = None,
@@ -74,11 +96,12 @@ def download(source: Source, folder: Path, mirror: Optional[str] = None,
     request = urllib.request.Request(url, headers={"User-Agent": USER_AGENT})
     if offset:
         request.add_header("Range", f"bytes={offset}-")
+    served: Optional[int] = None  # the size of the server's copy, where it says
     try:
         response = urllib.request.urlopen(request, timeout=timeout)
     except urllib.error.HTTPError as err:
-        if err.code == 416 and offset:  # the part is already whole
-            response = None
+        if err.code == 416 and offset:  # the server has no bytes past the part: it is as long as the server's copy
+            response, served = None, offset
         else:
             raise PrepareError(f"{url} answered HTTP {err.code} ({err.reason}); check the URL or --mirror, or "
                                f"download {source.filename} yourself and pass its folder as --source") from None
@@ -97,12 +120,18 @@ def download(source: Source, folder: Path, mirror: Optional[str] = None,
                                    "Drive's download-confirmation page); download the file in a browser and pass "
                                    "its folder as --source, or use --mirror")
             resumed = offset and status == 206
+            served = _served_size(response.headers, resumed)
             log(f"{'resuming' if resumed else 'downloading'} {url}" + (f" at byte {offset:,}" if resumed else ""))
             with part.open("ab" if resumed else "wb") as out:
                 out.write(head)
                 shutil.copyfileobj(response, out, CHUNK)
     problem = mismatch(part, source)
     if problem:
+        short = _short_copy(part, source, served)
+        if short:
+            part.unlink()  # resuming cannot help: the server has no more bytes
+            raise PrepareError(f"{short} at {url}; that copy is short (truncated): replace it on the mirror, or "
+                               "fetch it from another --mirror (or without --mirror, from the official URL)")
         if source.size is None or part.stat().st_size >= source.size:
             part.unlink()  # complete but wrong: start afresh next time
             raise PrepareError(f"{problem}; the download from {url} was removed: run prepare again, or fetch it "
@@ -115,6 +144,9 @@ def download(source: Source, folder: Path, mirror: Optional[str] = None,
 def from_source(source: Source, folder: Path) -> Path:
     """A release file the user downloaded: ``folder/<source.filename>``, verified."""
     path = folder / source.filename
+    if folder.is_file():
+        raise PrepareError(f"--source {folder} is a file; --source takes the folder that holds the release files: "
+                           f"pass --source {folder.parent}")
     if not path.is_file():
         raise PrepareError(f"{path} does not exist; put {source.filename} ({source.url}) in --source")
     verify(path, source)

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from lightning.pytorch.utilities import rank_zero_info
+from lightning.pytorch.utilities import rank_zero_info, rank_zero_warn
 
 PARQUET_REVISION = "refs/convert/parquet"
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
@@ -78,6 +78,30 @@ def split_hub_id(data_dir: str) -> Tuple[str, Optional[str]]:
     return repo, (revision or None)
 
 
+def _plain_name(name: str) -> str:
+    return re.sub(r"[-_.]", "", name.lower())
+
+
+def owner_hint(data_dir: str) -> str:
+    """A ``data_dir`` that is neither a local folder nor ``owner/name`` but names a known hub repo without its
+    owner (``ptb_text_only``): `` (a hub dataset is named owner/name: did you mean 'ptb-text-only/ptb_text_only'?)``;
+    else ``""``."""
+    if "/" in data_dir or Path(data_dir).expanduser().exists():
+        return ""
+    matches = [repo for repo in KNOWN if _plain_name(repo.split("/")[1]) == _plain_name(data_dir)]
+    if not matches:
+        return ""
+    return f" (a hub dataset is named owner/name: did you mean {' or '.join(repr(m) for m in matches)}?)"
+
+
+def _not_local(repo: str) -> str:
+    """For a hub id we do not know that could be a mistyped relative path: ``no local folder 'data/ptbb' exists
+    (in <cwd>) either``; ``""`` for the hub ids the DataModules document."""
+    if repo in KNOWN:
+        return ""
+    return f"no local folder {repo!r} exists (in {os.getcwd()}) either"
+
+
 def _endpoint() -> Optional[str]:
     """``HF_ENDPOINT`` (a mirror of the hub) as set now; ``None``: huggingface_hub's default."""
     return os.environ.get("HF_ENDPOINT") or None
@@ -112,7 +136,9 @@ def _commit_of(path: str) -> str:
 
 
 def _fail(repo: str, why: str, local: str) -> HubError:
-    return HubError(f"Could not load {repo!r} from the Hugging Face hub: {why}; {local}.")
+    elsewhere = _not_local(repo)
+    return HubError(f"Could not load {repo!r} from the Hugging Face hub: {why}; "
+                    f"{f'{elsewhere}: if you meant a local folder, fix the path; ' if elsewhere else ''}{local}.")
 
 
 def _script_note(repo: str) -> str:
@@ -182,6 +208,9 @@ def load_splits(data_dir: str, splits: Sequence[str], local: str, config: Option
     from datasets import load_dataset
 
     repo, pinned = split_hub_id(data_dir)
+    if _not_local(repo):  # say it now: reaching the hub may take a minute of retries before it fails
+        rank_zero_warn(f"data_dir {data_dir!r}: {_not_local(repo)}, so it is read as a Hugging Face hub dataset; if "
+                       "you meant a local folder, fix the path.")
     revision = pinned or PARQUET_REVISION
     config = config or KNOWN.get(repo, HubDataset("default")).config
     expected = ROWS.get((repo, config), rows or {})

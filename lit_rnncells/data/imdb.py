@@ -81,8 +81,10 @@ def resolve_local(path: Path) -> Path:
     for candidate in (path / ARCHIVE, path / "aclImdb", path):
         if candidate.is_file() or (candidate / "train").is_dir():
             return candidate
-    raise FileNotFoundError(f"No IMDB data at {str(path)!r}; data_dir must be {ARCHIVE}, the extracted aclImdb "
-                            "folder, or a folder holding either.")
+    from . import hub
+
+    raise FileNotFoundError(f"No IMDB data at {str(path)!r}{hub.owner_hint(str(path))}; data_dir must be {ARCHIVE}, "
+                            "the extracted aclImdb folder, or a folder holding either.")
 
 
 def read_local(path: Path) -> Dict[str, List[Review]]:

@@ -78,7 +78,8 @@ def read_local(dataset: str, folder: Path) -> Tuple[Dict[str, str], List[Dict[st
     """Raw split texts from a local folder (or the ``text8`` / ``enwik8`` file itself) and their fingerprints."""
     expected = sorted(LOCAL_FILES[dataset].values())
     if not folder.exists():
-        raise FileNotFoundError(f"Corpus folder {str(folder)!r} does not exist; set data.init_args.data_dir (or "
+        raise FileNotFoundError(f"Corpus folder {str(folder)!r} does not exist{hub.owner_hint(str(folder))}; set "
+                                "data.init_args.data_dir (or "
                                 f"LIT_RNNCELLS_DATA, which holds {ENV_FOLDERS.get(dataset, dataset)}/) to the folder "
                                 f"holding {expected}.")
     if folder.is_file() and "all" not in LOCAL_FILES[dataset]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
-from ..paths import read_stdin, read_text_file
+from ..paths import check_no_blank_lines, read_stdin, read_text_file
 from . import hub
 from .known import KNOWN, Dataset
 from .split_check import PARALLEL_FILES
@@ -85,10 +85,7 @@ def check_parallel(source: Lines, target: Lines, source_name: str, target_name: 
 
 def check_no_empty(lines: Lines, name: str) -> None:
     """Evaluation and predict inputs may not hold empty lines (the policy for those splits)."""
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            raise ValueError(f"Line {number} of {name} is empty; evaluation and predict inputs need text on "
-                             "every line (remove the line, or its pair in both files).")
+    check_no_blank_lines(lines, name)
 
 
 def hub_alternative(dataset: str) -> str:
@@ -203,7 +200,8 @@ def split_source(dm: Any, split: str) -> Tuple[Dict[str, Any], Any]:
         if not folder.is_dir() and _local_only(dm.dataset):
             raise FileNotFoundError(missing_local(dm.dataset, f"{str(folder)!r} does not exist"))
         if not folder.is_dir():
-            raise FileNotFoundError(f"Corpus folder {str(folder)!r} does not exist; set data.init_args.data_dir "
+            raise FileNotFoundError(f"Corpus folder {str(folder)!r} does not exist{hub.owner_hint(str(folder))}; "
+                                    "set data.init_args.data_dir "
                                     f"to the folder holding the {dm.dataset} files, or a hub id.")
         pattern = _files(dm.dataset)[split]
         paths = [folder / pattern.format(lang) for lang in (dm.source_language, dm.target_language)]

@@ -57,8 +57,10 @@ def _check_offsets(sentences: Sequence[Sentence], source: str) -> None:
                       f"(e.g. sentence {bad[0][0]}, term {bad[0][1]!r}); the term itself is used.", stacklevel=3)
 
 
-def read_xml(path: Path) -> List[Sentence]:
-    """Sentences of one official SemEval-2014 Task 4 XML file (aspect categories are ignored)."""
+def read_xml(path: Path, warn_offsets: bool = True) -> List[Sentence]:
+    """Sentences of one official SemEval-2014 Task 4 XML file (aspect categories are ignored); ``warn_offsets``:
+    warn about terms whose from/to offsets do not match the text (the split check reads the same files and
+    passes False, so a fit warns once)."""
     if not path.is_file():
         raise FileNotFoundError(f"Missing SemEval-2014 file {str(path)!r}; expected the official XML "
                                 "(<sentences><sentence><text/><aspectTerms/>…) there.")
@@ -81,7 +83,8 @@ def read_xml(path: Path) -> List[Sentence]:
             aspects.append(Aspect(term.get("term", ""), polarity, int(term.get("from", -1)),
                                   int(term.get("to", -1))))
         sentences.append(Sentence(sid, text_node.text, tuple(aspects)))
-    _check_offsets(sentences, str(path))
+    if warn_offsets:
+        _check_offsets(sentences, str(path))
     return sentences
 
 
@@ -119,8 +122,11 @@ def local_paths(folder: Path, domain: str) -> Dict[str, Path]:
         raise NotADirectoryError(f"data_dir {str(folder)!r} is a file; it must be the folder holding "
                                  f"{sorted(names.values())}.")
     if not folder.is_dir():
-        raise FileNotFoundError(f"SemEval-2014 folder {str(folder)!r} does not exist; set data.init_args.data_dir "
-                                f"to the folder holding {sorted(names.values())}.")
+        from . import hub
+
+        raise FileNotFoundError(f"SemEval-2014 folder {str(folder)!r} does not exist"
+                                f"{hub.owner_hint(str(folder))}; set data.init_args.data_dir to the folder holding "
+                                f"{sorted(names.values())}.")
     paths = {split: folder / name for split, name in names.items()}
     for path in paths.values():
         if not path.is_file():

@@ -14,7 +14,7 @@ from torch import Tensor
 from torch.utils.data import DataLoader
 
 from ..arguments import check_positive
-from ..paths import read_stdin, read_text_file
+from ..paths import check_no_blank_lines, read_stdin, read_text_file
 from .batching import BucketedBatches, LengthBucketsMixin, ResumableBatchesMixin, batch_loader
 from .check import SplitCheckMixin
 from .split_check import sentiment_files
@@ -91,6 +91,9 @@ def read_lines(path: str) -> List[str]:
 
 class SentimentDataModule(SplitCheckMixin, ResumableBatchesMixin, LengthBucketsMixin, LightningDataModule):
     """What the sentiment DataModules share: vocabulary, labels, checkpoint state, loaders."""
+
+    FROM_CHECKPOINT = ("max_vocab_size", "min_frequency")
+    """Options that build the vocabulary: with a checkpoint (test / predict) its vocabulary is used instead."""
 
     def __init__(self, *, data_dir: Optional[str], batch_size: int, eval_batch_size: Optional[int],
                  max_tokens: Optional[int], lowercase: bool, max_vocab_size: Optional[int], min_frequency: int,
@@ -212,7 +215,10 @@ class SentimentDataModule(SplitCheckMixin, ResumableBatchesMixin, LengthBucketsM
             if not self.predict_file:
                 raise ValueError("predict needs data.init_args.predict_file: a text file (or '-' for stdin), "
                                  "one input per line.")
-            self.predict_items = self._predict_items(read_lines(self.predict_file))
+            lines = read_lines(self.predict_file)
+            check_no_blank_lines(lines, "standard input" if self.predict_file == "-" else
+                                 f"predict_file {self.predict_file!r}")
+            self.predict_items = self._predict_items(lines)
             if not self.predict_items:
                 raise ValueError(f"predict_file {self.predict_file!r} has no lines; give one input per line.")
 

@@ -120,8 +120,11 @@ def local_paths(folder: Path) -> Dict[str, Path]:
         raise NotADirectoryError(f"data_dir {str(folder)!r} is a file; for SST it must be the folder holding "
                                  f"{sorted(FILES.values())}.")
     if not folder.is_dir():
-        raise FileNotFoundError(f"SST folder {str(folder)!r} does not exist; set data.init_args.data_dir to the "
-                                f"folder holding {sorted(FILES.values())} (the official trees/).")
+        from . import hub
+
+        raise FileNotFoundError(f"SST folder {str(folder)!r} does not exist"
+                                f"{hub.owner_hint(str(folder))}; set data.init_args.data_dir to the folder holding "
+                                f"{sorted(FILES.values())} (the official trees/).")
     paths = {split: folder / name for split, name in FILES.items()}
     for path in paths.values():
         if not path.is_file():

@@ -21,6 +21,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from ..paths import check_output_folder
+
 UNK = "<unk>"
 EOS = "<eos>"  # line end of word-level corpora; character corpora keep "\n" as a symbol
 
@@ -212,9 +214,19 @@ def is_hub_id(data_dir: str) -> bool:
 
 
 # --- cache ---------------------------------------------------------------------------
+CACHE_ENV = "LIT_RNNCELLS_CACHE"
+CACHE_FIX = f"set {CACHE_ENV} to a folder you can write to, or turn the cache off with --data.init_args.cache_dir ''"
+
+
 def default_cache_dir() -> Path:
-    """``$LIT_RNNCELLS_CACHE``, else ``~/.cache/lit_rnncells``."""
-    return Path(os.environ.get("LIT_RNNCELLS_CACHE", Path.home() / ".cache" / "lit_rnncells"))
+    """``$LIT_RNNCELLS_CACHE``, else ``~/.cache/lit_rnncells``; one that is (or is under) a file is one sentence."""
+    given = os.environ.get(CACHE_ENV)
+    if not given:
+        return Path.home() / ".cache" / "lit_rnncells"
+    try:
+        return check_output_folder(given, CACHE_ENV)
+    except NotADirectoryError as error:
+        raise NotADirectoryError(f"{str(error).rpartition(';')[0]}; {CACHE_FIX}.") from None
 
 
 def file_fingerprint(path: Path) -> Dict[str, Any]:
@@ -239,8 +251,12 @@ def cached(cache_dir: Optional[Path], key: Mapping[str, Any], build: Callable[[]
         except Exception:  # a corrupt or unsafe entry is rebuilt
             pass
     result = build()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+    except OSError as error:  # read-only, not a folder, a full disk: say which folder, not a traceback
+        raise NotADirectoryError(f"Cannot write the cache folder {cache_dir} ({error.strerror or error}); "
+                                 f"{CACHE_FIX}.") from None
     os.close(fd)
     torch.save(result, tmp)
     os.replace(tmp, path)

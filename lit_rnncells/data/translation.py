@@ -106,6 +106,9 @@ class TranslationDataModule(SplitCheckMixin, ResumableBatchesMixin, LengthBucket
             ``backend: graphs`` model replays a few captured shapes; results are those of unpadded batches.
     """
 
+    FROM_CHECKPOINT = ("subword_vocab_size", "joint_vocabulary", "pretokenized", "min_frequency")
+    """Options that build the tokenizers: with a checkpoint (test / predict) its tokenizers are used instead."""
+
     def __init__(self, dataset: str = "multi30k", data_dir: Optional[str] = None,
                  files: Optional[Dict[str, List[str]]] = None, source_language: Optional[str] = None,
                  target_language: Optional[str] = None, subword_vocab_size: int = 8000, joint_vocabulary: bool = True,

@@ -99,6 +99,16 @@ class RecurrentTask(LightningModule):
         self.scheduler_monitor = scheduler_monitor
         self.backend = check_backend(backend, compile)  # each Recurrent layer checks its cell against it
 
+    def stop_if_terminated(self) -> None:
+        """Raise Lightning's ``SIGTERMException`` once the process got SIGTERM. Lightning's handler only sets a
+        flag that its loops read between batches; a decoding batch of a large model can take minutes, so the
+        decoders read it between their steps too (the command line then exits 143)."""
+        trainer = self._trainer
+        if trainer is not None and getattr(trainer, "received_sigterm", False):
+            from lightning.pytorch.utilities.exceptions import SIGTERMException
+
+            raise SIGTERMException()
+
     def make_recurrent(self, input_size: int, hidden_size: int, **options: Any) -> Recurrent:
         """A ``Recurrent`` layer (batch first, run by the task's ``backend``) of this task's cell."""
         options.setdefault("batch_first", True)

@@ -394,6 +394,7 @@ class Seq2Seq(RecurrentTask):
     def decode_step(self, prev_tokens: Tensor, state: DecoderState, enc: EncoderOutput
                     ) -> Tuple[Tensor, DecoderState, Tensor]:
         """Log-probabilities (N, V) of the next token after ``prev_tokens`` (N,), the new state, attention."""
+        self.stop_if_terminated()  # a long beam search stops between its steps on SIGTERM
         embedded, embedded_out = self._embed_target(prev_tokens)
         attentional, state, weights, _ = self._decoder_step(embedded, embedded_out, state, enc)
         return F.log_softmax(_upcast(self.generator(attentional)), -1), state, weights

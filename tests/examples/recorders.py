@@ -101,3 +101,37 @@ class PauseEachRunAtStep(Callback):
         end = time.monotonic() + self.seconds
         while not trainer.received_sigterm and time.monotonic() < end:
             time.sleep(0.05)
+
+
+class PauseInTest(Callback):
+    """After test batch 0, creates ``flag`` and waits until the process receives SIGTERM (at most ``seconds``),
+    so a test sends a real SIGTERM from outside while a test loop is running (a stand-in for a long one)."""
+
+    def __init__(self, flag: str, seconds: float = 300.0) -> None:
+        self.flag, self.seconds = Path(flag), seconds
+
+    def on_test_batch_end(self, trainer: Trainer, pl_module: LightningModule, outputs: Any, batch: Any,
+                          batch_idx: int, dataloader_idx: int = 0) -> None:
+        if batch_idx != 0:
+            return
+        import time
+
+        self.flag.write_text("testing")
+        end = time.monotonic() + self.seconds
+        while not trainer.received_sigterm and time.monotonic() < end:
+            time.sleep(0.05)
+
+
+class SigtermInTestBatch(Callback):
+    """Sends this process a real SIGTERM as test batch ``batch`` starts, before its decoding (Lightning's handler
+    sets the flag): a stand-in for a signal that arrives during a long decoding batch."""
+
+    def __init__(self, batch: int = 0) -> None:
+        self.batch = batch
+
+    def on_test_batch_start(self, trainer: Trainer, pl_module: LightningModule, batch: Any, batch_idx: int,
+                            dataloader_idx: int = 0) -> None:
+        if batch_idx == self.batch:
+            import os
+            import signal
+            os.kill(os.getpid(), signal.SIGTERM)
