@@ -133,11 +133,12 @@ def test_self_attention_eq6() -> None:
 def test_graph_convolution_eq7_to_9() -> None:
     """Cosine edges (eq. 7), negative edges clamped at 0 and then self-connections (footnote 1; our documented
     reading), ``D̃_ii = Σ_j Ã_ij``, ``O = ReLU(D̃^-½ Ã D̃^-½ Z W_g)`` (eq. 9)."""
-    z = [[1.0, 2.0], [-1.0, -1.5], [2.0, 0.5]]  # zones 1 and 2 point apart: cos < 0
-    assert hand_cos(z[0], z[1]) < 0
+    z = [[1.0, 0.5], [-0.8, 1.0], [1.0, 1.0]]  # zones 1 and 2 point apart (cos < 0); zone 3 near both
+    assert hand_cos(z[0], z[1]) < 0 < min(hand_cos(z[0], z[2]), hand_cos(z[1], z[2]))
     w_g = fixed(1, 2, 2, offset=3)
     a = [[max(hand_cos(z[i], z[j]), 0.0) + (1.0 if i == j else 0.0) for j in range(3)] for i in range(3)]
     deg = [sum(row) for row in a]
+    assert len(set(deg)) == 3  # unequal degrees: D̃^-½ Ã D̃^-½ differs from D̃^-1 Ã
     zw = [vec_mat(zi, w_g[0].tolist()) for zi in z]
     expected = [[max(0.0, sum(a[i][j] / math.sqrt(deg[i] * deg[j]) * zw[j][k] for j in range(3)))
                  for k in range(2)] for i in range(3)]
