@@ -118,10 +118,12 @@ def part_norms(model: LanguageModel) -> Dict[str, float]:
 
 
 def m_output_std(model: LanguageModel, inputs: torch.Tensor) -> float:
-    """Std over a batch of depth 0's M_h output (before layer norm) at the first step from a zero state."""
+    """Std over a batch of depth 0's M_h output (before layer norm) at the first step from a zero state; for a
+    cell without M-functions, of its input projection (the GRU's gate and candidate pre-activations)."""
     cell = model.rnns[0].module.cells[0]
     if not isinstance(cell, MZU):
-        return float("nan")
+        with torch.no_grad():
+            return cell.project_input(model.embedding(inputs[:, 0])).std(0).mean().item()
     with torch.no_grad():
         x = model.embedding(inputs[:, 0])
         h = torch.zeros(x.shape[0], cell.hidden_size)
@@ -183,18 +185,25 @@ def run(variant: Variant, dm: LanguageModelDataModule, target: int, args: argpar
             "norms": {k: statistics.fmean(v) for k, v in norms.items()}}
 
 
+COLUMNS = ["embedding", "recurrent W_hh", "M_h generation", "M_h composition", "M_h FFN", "M_h out",
+           "M_g generation", "M_g composition", "M_g FFN", "M_g out"]
+
+
+def row_line(r: Dict[str, Any]) -> str:
+    """One variant's line of the main table."""
+    cells = [f"{r['norms'][c]:.3f}" if c in r["norms"] else "–" for c in COLUMNS]
+    std = "–" if math.isnan(r["std0"]) else f"{r['std0']:.3f} → {r['std1']:.3f}"
+    return (f"| {r['name']} | {r['hidden']} | {r['params']:,} | {r['train']:.3f} | {r['val']:.3f} | {std} | "
+            + " | ".join(cells) + " |")
+
+
 def print_tables(rows: Sequence[Dict[str, Any]], args: argparse.Namespace) -> None:
     print(f"\nPTB char, {args.steps} steps, seed {args.seed}, validation BPC on {args.val_batches} windows")
-    cols = ["embedding", "recurrent W_hh", "M_h generation", "M_h composition", "M_h FFN", "M_h out",
-            "M_g generation", "M_g composition", "M_g FFN", "M_g out"]
     print("| variant | hidden | params | train BPC (last 25) | val BPC | std M_h(x) start → end | "
-          + " | ".join(f"‖∇‖ {c}" for c in cols) + " |")
-    print("|---|" + "---|" * (5 + len(cols)))
+          + " | ".join(f"‖∇‖ {c}" for c in COLUMNS) + " |")
+    print("|---|" + "---|" * (5 + len(COLUMNS)))
     for r in rows:
-        cells = [f"{r['norms'][c]:.3f}" if c in r["norms"] else "–" for c in cols]
-        std = "–" if math.isnan(r["std0"]) else f"{r['std0']:.3f} → {r['std1']:.3f}"
-        print(f"| {r['name']} | {r['hidden']} | {r['params']:,} | {r['train']:.3f} | {r['val']:.3f} | {std} | "
-              + " | ".join(cells) + " |")
+        print(row_line(r))
     zoned = [r for r in rows if "M_h zone 1" in r["norms"]]
     if zoned:
         print("\nGradient norm per zone of zone generation (rows of W_i, eq. 4), mean over steps")
@@ -212,6 +221,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--val-batches", type=int, default=20, help="validation windows (10 streams x 100 chars)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--only", nargs="+", choices=[v.name for v in VARIANTS], help="run only these variants")
+    ap.add_argument("--init-only", action="store_true",
+                    help="train nothing: print each variant's hidden size, parameters and the std over a batch of "
+                         "its M_h output at initialisation (GRU: of its input projection)")
     ap.add_argument("--threads", type=int, default=1,
                     help="torch threads (default 1: on a loaded machine more threads only wait on each other)")
     args = ap.parse_args(argv)
@@ -225,11 +237,21 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     for variant in VARIANTS:
         if args.only and variant.name not in args.only:
             continue
+        if args.init_only:
+            hidden = variant.hidden or matched_hidden(variant, dm.vocab_size, target)
+            torch.manual_seed(args.seed)
+            model = build(variant, dm.vocab_size, hidden, 0.1)
+            first = next(iter(TrainStreams(dm.splits["train"], 32, 100)))["inputs"]
+            print(f"| {variant.name} | {hidden} | {count_parameters(model):,} | {m_output_std(model, first):.4f} |")
+            continue
         row = run(variant, dm, target, args)
         rows.append(row)
-        print(f"ablate: {row['name']}: hidden {row['hidden']}, val BPC {row['val']:.3f}, "
-              f"{row['seconds']:.0f} s", file=sys.stderr, flush=True)
-    print_tables(rows, args)
+        zones = ", ".join(f"{k.split(' zone ')[0]} z{k.rsplit(' ', 1)[1]} {v:.3f}" for k, v in row["norms"].items()
+                          if " zone " in k)
+        print(f"ablate: {row['name']}: hidden {row['hidden']}, val BPC {row['val']:.3f}, {row['seconds']:.0f} s\n"
+              f"  {row_line(row)}\n  per zone: {zones or '–'}", file=sys.stderr, flush=True)
+    if rows:
+        print_tables(rows, args)
     return 0
 
 
