@@ -81,7 +81,7 @@ PAPERS: Dict[str, Tuple[str, List[Experiment]]] = {
             paper_setting="embedding 256, hidden 800, filter 1000, batch 256, BPTT 150, Adam 1e-3, clip 5; MZUs "
                           "with 4 zones, 2 capsules, 3 routing iterations, λ = 1, one t-MZU sharing the "
                           "M-functions, layer normalisation and dropout 0.5 on the candidate activation; GRUs "
-                          "\"also\" with dropout and layer normalisation (where not said); epochs not given",
+                          "also with dropout and layer normalisation (footnote 3; where, not said); epochs not given",
             our_setting="the paper's cell settings (MZUs: 4 zones, 2 capsules, 3 routing iterations, λ = 1, "
                         "`share_transition`, `layer_norm`, `candidate_dropout=0.5`; GRU+DT with one shared "
                         "transition GRU; our GRU cells have no layer norm or candidate-dropout option, so the "
