@@ -61,6 +61,8 @@ class Variant:
 DT = dict(transition_depth=1)
 VARIANTS: List[Variant] = [
     Variant("gru", "GRU"),
+    Variant("gru-h136", "GRU", hidden=136),
+    Variant("gru-h188", "GRU", hidden=188),
     Variant("grudt", "GRUDT", dict(DT)),
     Variant("cap-repro", "CapMZU", dict(DT)),
     Variant("cap-ln", "CapMZU", dict(DT, layer_norm=True)),
