@@ -70,6 +70,7 @@ VARIANTS: List[Variant] = [
     Variant("cap-ln-shared", "CapMZU", dict(DT, layer_norm=True, share_transition=True)),
     Variant("cap-paper", "CapMZU", dict(DT, **PAPER)),
     Variant("cap-lambda0", "CapMZU", dict(DT, disagreement_weight=0.0)),
+    Variant("cap-ln-lambda0", "CapMZU", dict(DT, layer_norm=True, disagreement_weight=0.0)),
     Variant("cap-lr3e-3", "CapMZU", dict(DT), lr=3e-3),
     Variant("cap-zones2", "CapMZU", dict(DT, zones=2)),
     Variant("cap-h256", "CapMZU", dict(DT), hidden=256),
