@@ -219,7 +219,7 @@ def print_tables(rows: Sequence[Dict[str, Any]], args: argparse.Namespace) -> No
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n\n")[0])
     ap.add_argument("--steps", type=int, default=100, help="optimiser steps per variant")
     ap.add_argument("--val-batches", type=int, default=20, help="validation windows (10 streams x 100 chars)")
     ap.add_argument("--seed", type=int, default=1)
