@@ -367,7 +367,7 @@ class TranslationDataModule(SplitCheckMixin, ResumableBatchesMixin, LengthBucket
     # --- batches -----------------------------------------------------------------------------
     def collate(self, data: Dict[str, Any], indices: List[int], references: bool) -> Dict[str, Any]:
         """The batch of examples ``indices`` of a split: source x <eos>, target <bos> y <eos>, padded."""
-        train = lambda: data if "target" not in data or self._test_only_for(self.dataset) else self.split("train")
+        train = lambda: data if "target" not in data or test_only_for(self.dataset) else self.split("train")
         source, source_lengths = pad_batch([data["source"][i] + [EOS_ID] for i in indices], PAD_ID,
                                            self.buckets("source", lambda: [len(s) + 1 for s in train()["source"]]))
         batch: Dict[str, Any] = {"source": source, "source_lengths": source_lengths,
