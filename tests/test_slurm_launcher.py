@@ -164,3 +164,27 @@ def test_leaderboard_takes_the_slurm_launcher_and_checks_it_before_any_run(tmp_p
                              "--out", str(out)]) == 2
     assert "needs Slurm's sbatch on PATH" in error_line(capsys.readouterr().err)
     assert not any(out.rglob("result.json"))
+
+
+def test_importing_submitit_leaves_the_logging_handlers_already_installed_open(tmp_path):
+    """submitit configures logging when imported (``logging.config.dictConfig``), which closes every handler the
+    process had: a user's log files, and in an xdist worker pytest's own capture (the rest of that worker's tests
+    then errored). The launcher imports it without that configuration; a fresh process shows no handler closed."""
+    pytest.importorskip("submitit")
+    script = (
+        "import logging\n"
+        "closed = []\n"
+        "class Watched(logging.StreamHandler):\n"
+        "    def close(self):\n"
+        "        closed.append(self)\n"
+        "        super().close()\n"
+        "logging.getLogger().addHandler(Watched())\n"
+        "from lit_rnncells.experiments.compare.slurm_settings import import_submitit\n"
+        "import_submitit()\n"
+        "print('closed', len(closed))\n")
+    env = {k: v for k, v in os.environ.items() if k != "SUBMITIT_LOG_LEVEL"}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[1]), env.get("PYTHONPATH")]))
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd=tmp_path,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip().endswith("closed 0"), proc.stdout

@@ -26,12 +26,12 @@ import time
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence
 
-import submitit
-
 from .folders import resume_checkpoint
 from .planning import CompareError, RunSpec
 from .runner import ROOT, Job, Launcher, child_env, read_result
-from .slurm_settings import SlurmSettings, SlurmSettingsError
+from .slurm_settings import SlurmSettings, SlurmSettingsError, import_submitit
+
+submitit = import_submitit()
 
 SLURM_FOLDER = "slurm"
 """``<out>/slurm``: submitit's files and ``jobs.json``."""

@@ -5,6 +5,7 @@ anything is submitted, each problem one sentence with its fix (:class:`SlurmSett
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import shutil
 import subprocess
@@ -17,6 +18,20 @@ from .planning import CompareError
 
 class SlurmSettingsError(CompareError):
     """A Slurm launcher setting the cluster cannot take; one sentence naming it and the fix."""
+
+
+SUBMITIT_LOG_VARIABLE = "SUBMITIT_LOG_LEVEL"
+
+
+def import_submitit() -> Any:
+    """submitit, imported without letting it reconfigure this process's logging: on import it calls
+    ``logging.config.dictConfig``, which closes every handler already installed (a user's log files, pytest's
+    capture of the test that imports it). ``SUBMITIT_LOG_LEVEL=NOCONFIG`` (unless the user set it) skips that; its
+    warnings still reach stderr through the root logger."""
+    os.environ.setdefault(SUBMITIT_LOG_VARIABLE, "NOCONFIG")
+    import submitit
+
+    return submitit
 
 
 @dataclass
@@ -146,7 +161,7 @@ def check_settings(settings: SlurmSettings) -> None:
         raise SlurmSettingsError("--launcher slurm needs Slurm's sbatch on PATH and there is none; run compare on a "
                                  "machine of the cluster (a login node), or drop --launcher slurm to run here.")
     try:
-        import submitit  # noqa: F401
+        import_submitit()
     except ImportError:
         raise SlurmSettingsError("--launcher slurm submits through submitit, which is not installed; pip install "
                                  "'lit_rnncells[slurm]' (or pip install submitit).") from None
