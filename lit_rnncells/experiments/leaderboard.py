@@ -26,6 +26,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 from ..paths import check_output_file, check_output_folder
 from . import compare as runner
 from .compare import Budget, CompareError, check_cell, compare
+from .compare.cli import OneLineParser
 from .compare.launchers import slurm_launcher
 from .compare.slurm_settings import add_slurm_options
 from .leaderboard_page import TaskResult, write_page
@@ -218,14 +219,6 @@ def paper_size_text(plan: Plan) -> str:
 
 
 # --- command line ---------------------------------------------------------------------------------------------
-class OneLineParser(argparse.ArgumentParser):
-    """argparse whose usage errors are one line (``error: ...``) and exit code 2."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        print(f"error: {message}; see {self.prog} --help.", file=sys.stderr)
-        raise SystemExit(2)
-
-
 def build_parser() -> argparse.ArgumentParser:
     ap = OneLineParser(allow_abbrev=False, prog="python -m lit_rnncells.leaderboard",
                               description=__doc__.split("\n\n")[0],

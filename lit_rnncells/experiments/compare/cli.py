@@ -23,7 +23,7 @@ class OneLineParser(argparse.ArgumentParser):
     """argparse whose usage errors are one line (``error: ...``) and exit code 2."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        print(f"error: {message}; see python -m lit_rnncells.compare --help.", file=sys.stderr)
+        print(f"error: {message}; see {self.prog} --help.", file=sys.stderr)
         raise SystemExit(2)
 
 
