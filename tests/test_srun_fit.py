@@ -15,7 +15,8 @@ from .test_resume_and_ddp import logic
 
 def srun_env(monkeypatch: pytest.MonkeyPatch, tasks: int, per_node: str, nodes: int = 1, rank: int = 0) -> None:
     """The variables ``srun -n <tasks>`` sets in each task (without ``--ntasks-per-node``)."""
-    for name in ("SLURM_NTASKS_PER_NODE", "SLURM_JOB_NAME", "LOCAL_RANK"):
+    # srun starts each task afresh: none inherits the run folder an earlier fit in this test process exported
+    for name in ("SLURM_NTASKS_PER_NODE", "SLURM_JOB_NAME", "LOCAL_RANK", "LIT_RNNCELLS_RUN_DIR"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("SLURM_NTASKS", str(tasks))
     monkeypatch.setenv("SLURM_TASKS_PER_NODE", per_node)

@@ -69,7 +69,7 @@ TABLE: Dict[Tuple[str, str], Entry] = {
     # torch's default compile mode: GRU+DT 0.56, gcnMZU 0.53, capMZU 0.58, CARU 0.76, MC-RNN 0.81, satMZU 0.84
     # of eager per layer; end to end 1.82x (PTB satMZU+DT) and 2.04x (IMDB CARU): `auto` compiles them.
     # The whole-sequence graphs (`graphs`) are not measured yet; auto switches to them once scripts/gpu_check.sh
-    # stage `whole-graphs` shows them faster (docs/measured.md, "Waiting for a GPU").
+    # stages `whole-cells` and `whole-fits` show them faster (docs/measured.md, "Waiting for a GPU").
     ("GRUDT", "cuda"): Entry("compiled"),
     ("SatMZU", "cuda"): Entry("compiled"),
     ("GcnMZU", "cuda"): Entry("compiled"),
