@@ -16,6 +16,7 @@ from lightning.pytorch.callbacks import ProgressBar
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI, SaveConfigCallback
 from lightning.pytorch.utilities import rank_zero_warn
 
+from .deprecated_names import PARSER_MODE, rewrite_argv
 from . import cells as _cells  # noqa: F401  (registers cells so short class names resolve)
 from . import data as _data  # noqa: F401
 from . import tasks as _tasks  # noqa: F401
@@ -431,7 +432,9 @@ def main(args: Optional[List[str]] = None, run: bool = True,
          parser_kwargs: Optional[Dict[str, Any]] = None) -> LitRNNCellsCLI:
     """Build (and by default run) the command line; errors propagate as exceptions (the library API)."""
     quiet_known_noise()
-    parser_kwargs = {"allow_abbrev": False, **(parser_kwargs or {})}  # --trainer.max_step is not max_steps
+    # --trainer.max_step is not max_steps; old flat option names become their groups' keys (deprecated_names)
+    parser_kwargs = {"allow_abbrev": False, "parser_mode": PARSER_MODE, **(parser_kwargs or {})}
+    args = rewrite_argv(sys.argv[1:] if args is None else list(args))
     try:
         return _build_cli(args, run, parser_kwargs)
     finally:

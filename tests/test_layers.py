@@ -24,7 +24,8 @@ LAYERS: List[Tuple[str, Tuple[str, ...]]] = [
     ("tasks", ("tasks",)),
     # The training command (cli.main) and what only it uses: start checks, the run folder, callbacks, errors,
     # CPU defaults. Experiments run the training command, so they come after it.
-    ("cli", ("cli", "start_checks", "run_folder", "callbacks", "errors", "cpu_defaults", "slurm_tasks")),
+    ("cli", ("cli", "start_checks", "run_folder", "callbacks", "errors", "cpu_defaults", "slurm_tasks",
+             "deprecated_names")),
     ("experiments", ("experiments",)),
     ("analysis", ("analysis",)),
     # Entry points (python -m ...): nothing imports them.
