@@ -16,7 +16,7 @@ from lightning.pytorch.callbacks import ProgressBar
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI, SaveConfigCallback
 from lightning.pytorch.utilities import rank_zero_warn
 
-from .deprecated_names import PARSER_MODE, rewrite_argv
+from .deprecated_names import PARSER_MODE, class_named, deprecated_names, rewrite_argv
 from . import cells as _cells  # noqa: F401  (registers cells so short class names resolve)
 from . import data as _data  # noqa: F401
 from . import tasks as _tasks  # noqa: F401
@@ -169,7 +169,8 @@ class LitRNNCellsCLI(LightningCLI):
                 raise ValueError(f"The checkpoint {ckpt_path} is a {saved_task.rsplit('.', 1)[-1]}, the config builds "
                                  f"a {class_path.rsplit('.', 1)[-1]}; use the config it was trained with.")
             if model is not None and model.get("init_args") is not None:
-                _compare_with_checkpoint(model["init_args"], checkpoint.get("hyper_parameters", {}), ckpt_path)
+                _compare_with_checkpoint(model["init_args"], checkpoint.get("hyper_parameters", {}), ckpt_path,
+                                         deprecated_names(class_named(class_path) if class_path else None))
         super()._parse_ckpt_path()
 
     def before_instantiate_classes(self) -> None:
@@ -389,10 +390,15 @@ def _show(value: Any) -> str:
     return repr(plain)
 
 
-def _compare_with_checkpoint(init_args: Any, hparams: Dict[str, Any], ckpt_path: str) -> None:
-    """Refuse flags that change the weights' shapes; warn about the others (the checkpoint's values win)."""
-    given = init_args.as_dict() if hasattr(init_args, "as_dict") else dict(init_args)
-    differing = {k: (given[k], v) for k, v in hparams.items()
+def _compare_with_checkpoint(init_args: Any, hparams: Dict[str, Any], ckpt_path: str,
+                             renames: Optional[Dict[str, str]] = None) -> None:
+    """Refuse flags that change the weights' shapes; warn about the others (the checkpoint's values win).
+
+    ``renames`` (the task's ``DEPRECATED_NAMES``): a checkpoint saved before the option groups holds their fields
+    under the old flat names; both sides are compared field by field (``regularization.dropout``)."""
+    given = _by_field(init_args.as_dict() if hasattr(init_args, "as_dict") else dict(init_args), renames or {})
+    saved = _by_field(hparams, renames or {})
+    differing = {k: (given[k], v) for k, v in saved.items()
                  if k in given and k not in DATA_TO_MODEL_LINKS and _plain(given[k]) != _plain(v)}
     shaped = {k: d for k, d in differing.items() if k in SHAPE_NAMES or k.endswith(SHAPE_SUFFIXES)}
     if shaped:
@@ -402,6 +408,19 @@ def _compare_with_checkpoint(init_args: Any, hparams: Dict[str, Any], ckpt_path:
     if differing:
         listed = ", ".join(f"{k}={_show(c)} (you gave {_show(g)})" for k, (g, c) in differing.items())
         rank_zero_warn(f"Using the checkpoint's values {listed}: a checkpoint's model options win over the config.")
+
+
+def _by_field(options: Dict[str, Any], renames: Dict[str, str]) -> Dict[str, Any]:
+    """Options with each option group's fields under ``group.field`` and old flat names under their new keys."""
+    groups = {new.partition(".")[0] for new in renames.values()}
+    out: Dict[str, Any] = {}
+    for key, value in options.items():
+        value = value.as_dict() if hasattr(value, "as_dict") else value
+        if key in groups and isinstance(value, dict):
+            out.update({f"{key}.{field}": v for field, v in value.items()})
+        else:
+            out[renames.get(key, key)] = value
+    return out
 
 
 def _init_parameters(class_path: Optional[str]) -> List[str]:

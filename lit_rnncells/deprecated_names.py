@@ -14,6 +14,8 @@ Each old name prints one deprecation line naming its new key; the run folder's c
 from __future__ import annotations
 
 import importlib
+import inspect
+from pathlib import Path
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Type
 
 import yaml
@@ -72,25 +74,67 @@ def rewrite_config(value: Any) -> Any:
     return value
 
 
-def _names_of(namespace: str) -> Dict[str, str]:
-    """Every old name of the namespace's classes (a name means one thing across them; a test keeps it so)."""
+def _names_of(namespace: str, chosen: Optional[type] = None) -> Dict[str, str]:
+    """The old names ``--<namespace>.<name>`` may mean. With the class the command line chooses, its own;
+    without one, every old name of the namespace's classes that no class of it takes as a current parameter
+    (``min_frequency`` is old for TranslationDataModule but current for SentimentDataModule: rewritten only
+    when the class is known)."""
+    if chosen is not None:
+        return dict(deprecated_names(chosen))
     names: Dict[str, str] = {}
+    current: set = set()
     for cls in _subclasses(NAMESPACES[namespace]):
         names.update(deprecated_names(cls))
-    return names
+        current.update(inspect.signature(cls.__init__).parameters)
+    return {old: new for old, new in names.items() if old not in current}
+
+
+def _class_in(value: Any, namespace: str) -> Optional[type]:
+    """The class a ``--<namespace>`` value or a loaded config names (a class name or path, a YAML file or text)."""
+    if isinstance(value, str):
+        path = Path(value).expanduser()
+        try:
+            value = yaml.safe_load(path.read_text()) if path.suffix in (".yaml", ".yml") and path.is_file() \
+                else yaml.safe_load(value)
+        except (OSError, yaml.YAMLError):
+            return None
+    if isinstance(value, str):
+        return class_named(value)
+    if isinstance(value, dict) and namespace in value:  # a whole config (--config)
+        return _class_in(value[namespace], namespace)
+    if isinstance(value, dict) and isinstance(value.get("class_path"), str):
+        return class_named(value["class_path"])
+    return None
+
+
+def chosen_classes(argv: List[str]) -> Dict[str, Optional[type]]:
+    """The task and DataModule classes the command line chooses (the last ``--config`` / ``--model`` /
+    ``--model.class_path`` that names one wins), None where it names none."""
+    chosen: Dict[str, Optional[type]] = {namespace: None for namespace in NAMESPACES}
+    pairs = [(a.partition("=")[0], a.partition("=")[2] if "=" in a else (argv[i + 1] if i + 1 < len(argv) else ""))
+             for i, a in enumerate(argv) if a.startswith("--")]
+    for key, value in pairs:
+        targets = list(NAMESPACES) if key == "--config" else [
+            ns for ns in NAMESPACES if key in (f"--{ns}", f"--{ns}.class_path")]
+        for namespace in targets:
+            found = _class_in(value, namespace)
+            chosen[namespace] = found or chosen[namespace]
+    return chosen
 
 
 def rewrite_argv(argv: List[str]) -> List[str]:
     """The command line with ``--model[.init_args].<old name>`` and ``--data[.init_args].<old name>`` written
-    with the new keys, one deprecation line each."""
+    with the new keys, one deprecation line each (the old names of the class the command line chooses)."""
     out = []
+    chosen = chosen_classes(argv)
     for arg in argv:
         key, eq, rest = arg.partition("=")
         parts = key[2:].split(".") if key.startswith("--") else []
         if len(parts) in (2, 3) and parts[0] in NAMESPACES and (len(parts) == 2 or parts[1] == "init_args"):
-            renames = _names_of(parts[0])
+            renames = _names_of(parts[0], chosen[parts[0]])
             if parts[-1] in renames:
-                regroup_flat_mapping(parts[0], renames, {parts[-1]: None})  # the deprecation line
+                owner = chosen[parts[0]].__name__ if chosen[parts[0]] is not None else parts[0]
+                regroup_flat_mapping(owner, renames, {parts[-1]: None})  # the deprecation line
                 arg = "--" + ".".join(parts[:-1] + [renames[parts[-1]]]) + eq + rest
         out.append(arg)
     return out

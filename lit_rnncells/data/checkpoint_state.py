@@ -3,7 +3,7 @@ tokenizers, vocabulary and labels from the checkpoint alone."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 import torch
 
@@ -67,12 +67,27 @@ def options_the_checkpoint_overrides(datamodule: Any, checkpoint: Dict[str, Any]
     """``--data.init_args.<option> <given> (trained with <saved>)`` for each option of ``datamodule`` listed in
     its class's ``FROM_CHECKPOINT`` whose value differs from the one it was trained with. With a checkpoint,
     ``test`` / ``validate`` / ``predict`` take what those options build (tokenizers, vocabulary) from the
-    checkpoint, so the values given are ignored."""
+    checkpoint, so the values given are ignored. An option in a group is named ``group.field``; a checkpoint saved
+    before the groups holds it under its old flat name (the class's ``DEPRECATED_NAMES``)."""
     names = getattr(type(datamodule), "FROM_CHECKPOINT", ())
+    renames = getattr(type(datamodule), "DEPRECATED_NAMES", {})
     saved = checkpoint.get("datamodule_hyper_parameters") or {}
     given = getattr(datamodule, "hparams", {})
-    return [f"--data.init_args.{name} {given[name]} (trained with {saved[name]})" for name in names
-            if name in given and name in saved and given[name] != saved[name]]
+    found = [(name, saved_option(given, name, renames), saved_option(saved, name, renames)) for name in names]
+    return [f"--data.init_args.{name} {now[0]} (trained with {then[0]})" for name, now, then in found
+            if now and then and now[0] != then[0]]
+
+
+def saved_option(hparams: Mapping[str, Any], name: str, renames: Mapping[str, str]) -> Optional[Tuple[Any]]:
+    """``(value,)`` of option ``name`` (``field`` or ``group.field``) in saved hyperparameters, grouped or in the
+    old flat form (``renames``: old name → ``group.field``); None when they do not hold it."""
+    group, _, field = name.rpartition(".")
+    if not group:
+        return (hparams[name],) if name in hparams else None
+    if isinstance(hparams.get(group), Mapping) and field in hparams[group]:
+        return (hparams[group][field],)
+    old = [flat for flat, new in renames.items() if new == name and flat in hparams]
+    return (hparams[old[0]],) if old else None
 
 
 def ignored_options_warning(datamodule: Any, checkpoint: Dict[str, Any], stage: str) -> str:

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, ClassVar, Dict, List, Optional, Sequence, Tuple
 
 import torch
 from lightning.pytorch import LightningDataModule
@@ -47,7 +47,7 @@ from lightning.pytorch.utilities import rank_zero_info
 from torch import Tensor
 from torch.utils.data import DataLoader
 
-from ..arguments import check_positive
+from ..arguments import apply_deprecated_names, check_positive, group_as_dict, option_group
 from . import duc
 from .check import SplitCheckMixin
 from .batching import BucketedBatches, LengthBucketsMixin, ResumableBatchesMixin, batch_loader, pad_batch
@@ -61,10 +61,10 @@ from .parallel_text import (HUB_IDS, IWSLT14_MISSING, LOCAL_FILES, hub_alternati
 from .split_check import translation_files
 from .subword import BOS_ID, EOS_ID, PAD_ID, SubwordTokenizer, check_tokenizer
 from .text import VocabularyMismatchError, cached, default_cache_dir, is_hub_id
+from .translation_options import (DEFAULT_MAX_INPUT_LENGTH, DEPRECATED_NAMES, Batching, Lengths,  # noqa: F401
+                                  Subwords)
 
 SPLITS = ("train", "valid", "test")
-DEFAULT_MAX_INPUT_LENGTH = 1024
-"""The longest source (subwords) accepted at validate / test / predict time unless ``max_input_length`` says."""
 CACHE_VERSION = 2
 
 
@@ -80,17 +80,11 @@ class TranslationDataModule(SplitCheckMixin, ResumableBatchesMixin, LengthBucket
         files: for ``parallel``, explicit ``{split: [source_path, target_path]}`` (instead of ``data_dir``).
         source_language, target_language: direction (Multi30k/IWSLT14: ``de``/``en`` either way; Gigaword:
             ``article`` → ``title``; ``parallel``: the file suffixes, required).
-        subword_vocab_size: BPE symbols per tokenizer, the 4 specials and 256 bytes included (at least 260).
-        joint_vocabulary: one tokenizer fitted on both sides' training lines (else one per side).
-        pretokenized: split on whitespace first, so merges stay inside the corpus's tokens and outputs are
-            Moses-detokenised for sacreBLEU (default for IWSLT14 and Gigaword), or BPE over raw text (others);
-            both byte-level (:mod:`lit_rnncells.data.subword`).
-        min_frequency: BPE merges need a pair seen at least this often.
-        batch_size, eval_batch_size: pairs per batch; max_tokens: also at most this many padded source
-            (or target) tokens per training batch.
-        max_source_length, max_target_length: training pairs longer than these (subwords) are dropped.
-        max_input_length: the longest source (subwords) accepted at validate / test / predict time (default
-            1024: a longer line is an error naming it, not minutes of decoding); None: any length.
+        batch_size: pairs per training batch.
+        subwords: the BPE tokenizers (:class:`~lit_rnncells.data.translation_options.Subwords`).
+        lengths: the length limits (:class:`~lit_rnncells.data.translation_options.Lengths`).
+        batching: evaluation batches, token budget, chunks, length buckets, loader workers
+            (:class:`~lit_rnncells.data.translation_options.Batching`).
         limit: use only the first ``limit`` pairs of every split (quick runs).
         valid_size: use only the first ``valid_size`` validation pairs (Gigaword's hub validation split has
             189,651; the harvardnlp release's filtered valid file as many); ``None`` keeps them all.
@@ -99,28 +93,29 @@ class TranslationDataModule(SplitCheckMixin, ResumableBatchesMixin, LengthBucket
             in test / predict), so predict needs no training files.
         cache_dir: where encoded splits are cached (default ``$LIT_RNNCELLS_CACHE`` or
             ``~/.cache/lit_rnncells``); ``""`` disables the cache.
-        seed: seeds the training batch order (with the epoch); chunk_batches: batches per sorted chunk.
-        num_workers: 0 (collate in the training process) or 1 (in one background loader process).
-        length_buckets: 0 (off: each batch padded to its longest sequence) or how many lengths sources and
-            targets are padded up to (quantiles of the training lengths; ``data.batching.LengthBuckets``), so a
-            ``backend: graphs`` model replays a few captured shapes; results are those of unpadded batches.
+        seed: seeds the training batch order (with the epoch).
+        **deprecated: the old flat names of the groups' fields (``subword_vocab_size``, ``max_tokens``, ...), for
+            one release; each prints one line naming its new key (:attr:`DEPRECATED_NAMES`).
     """
 
-    FROM_CHECKPOINT = ("subword_vocab_size", "joint_vocabulary", "pretokenized", "min_frequency")
+    FROM_CHECKPOINT = ("subwords.subword_vocab_size", "subwords.joint_vocabulary", "subwords.pretokenized",
+                       "subwords.min_frequency")
     """Options that build the tokenizers: with a checkpoint (test / predict) its tokenizers are used instead."""
+    DEPRECATED_NAMES: ClassVar[Dict[str, str]] = DEPRECATED_NAMES
+    """Old flat name → its key in a group (configs, command lines and checkpoints from before the groups)."""
 
     def __init__(self, dataset: str = "multi30k", data_dir: Optional[str] = None,
                  files: Optional[Dict[str, List[str]]] = None, source_language: Optional[str] = None,
-                 target_language: Optional[str] = None, subword_vocab_size: int = 8000, joint_vocabulary: bool = True,
-                 pretokenized: Optional[bool] = None, min_frequency: int = 2, batch_size: int = 64,
-                 eval_batch_size: int = 64, max_tokens: Optional[int] = None,
-                 max_source_length: Optional[int] = None, max_target_length: Optional[int] = None,
-                 max_input_length: Optional[int] = DEFAULT_MAX_INPUT_LENGTH, limit: Optional[int] = None,
-                 valid_size: Optional[int] = None,
+                 target_language: Optional[str] = None, batch_size: int = 64, subwords: Optional[Subwords] = None,
+                 lengths: Optional[Lengths] = None, batching: Optional[Batching] = None,
+                 limit: Optional[int] = None, valid_size: Optional[int] = None,
                  predict_file: Optional[str] = None, checkpoint_path: Optional[str] = None,
-                 cache_dir: Optional[str] = None, seed: int = 0, chunk_batches: int = 50, num_workers: int = 0,
-                 length_buckets: int = 0) -> None:
+                 cache_dir: Optional[str] = None, seed: int = 0, **deprecated: Any) -> None:
         super().__init__()
+        groups = apply_deprecated_names(type(self).__name__, DEPRECATED_NAMES, deprecated, {
+            "subwords": option_group(Subwords, subwords, "subwords"),
+            "lengths": option_group(Lengths, lengths, "lengths"),
+            "batching": option_group(Batching, batching, "batching")})
         if dataset not in translation_datasets():
             raise ValueError(f"Unknown dataset {dataset!r}; choose one of {translation_datasets()}.")
         trained_on = test_only_for(dataset)
@@ -128,21 +123,17 @@ class TranslationDataModule(SplitCheckMixin, ResumableBatchesMixin, LengthBucket
             raise ValueError(f"{dataset} is a test set only (no training split); test a model trained on "
                              f"{trained_on}: python -m lit_rnncells test --config <its config> --ckpt_path "
                              f"<its checkpoint> --data.init_args.dataset {dataset}.")
-        check_positive(subword_vocab_size=subword_vocab_size, batch_size=batch_size,
-                       eval_batch_size=eval_batch_size, min_frequency=min_frequency, chunk_batches=chunk_batches)
-        for name, value in (("max_tokens", max_tokens), ("max_source_length", max_source_length),
-                            ("max_target_length", max_target_length), ("max_input_length", max_input_length),
-                            ("limit", limit), ("valid_size", valid_size)):
+        check_positive(batch_size=batch_size)
+        for name, value in (("limit", limit), ("valid_size", valid_size)):
             if value is not None:
                 check_positive(**{name: value})
-        if length_buckets:
-            check_positive(length_buckets=length_buckets)
-        self.length_buckets = length_buckets
-        if num_workers not in (0, 1):
-            raise ValueError(f"num_workers must be 0 or 1 (the bucketed batches are not split between loader "
-                             f"workers, more would repeat them), got {num_workers}.")
-        self.save_hyperparameters(logger=False)  # the task logs them as data/...
+        # the groups saved as dicts under their names only (not the old flat names a caller gave)
+        self.save_hyperparameters(ignore=list(deprecated), logger=False)  # the task logs them as data/...
+        for name in deprecated:
+            self.hparams.pop(name, None)
+        self.hparams.update({name: group_as_dict(group) for name, group in groups.items()})
         self.dataset = dataset
+        self._set_options(groups["subwords"], groups["lengths"], groups["batching"])
         self.source_language, self.target_language = direction(dataset, source_language, target_language)
         self.files = {s: list(p) for s, p in (files or {}).items()}
         for split, pair in self.files.items():
@@ -151,14 +142,8 @@ class TranslationDataModule(SplitCheckMixin, ResumableBatchesMixin, LengthBucket
                                  f"{split!r}: {pair!r}.")
         self.data_dir = data_dir if data_dir is not None else default_data_dir(dataset)
         self._check_location(checkpoint_path)
-        self.pretokenized = default_pretokenized(dataset) if pretokenized is None else bool(pretokenized)
-        self.subword_vocab_size, self.joint_vocabulary, self.min_frequency = (
-            subword_vocab_size, joint_vocabulary, min_frequency)
-        self.batch_size, self.eval_batch_size, self.max_tokens = batch_size, eval_batch_size, max_tokens
-        self.max_source_length, self.max_target_length = max_source_length, max_target_length
-        self.max_input_length, self.limit, self.valid_size = max_input_length, limit, valid_size
-        self.predict_file, self.checkpoint_path = predict_file, checkpoint_path
-        self.seed, self.chunk_batches, self.num_workers = seed, chunk_batches, num_workers
+        self.batch_size, self.limit, self.valid_size = batch_size, limit, valid_size
+        self.predict_file, self.checkpoint_path, self.seed = predict_file, checkpoint_path, seed
         self.cache = default_cache_dir() if cache_dir is None else (Path(cache_dir) if cache_dir else None)
         self._hub: Dict[str, Any] = {}
         self._splits: Dict[str, Dict[str, Any]] = {}
@@ -175,6 +160,20 @@ class TranslationDataModule(SplitCheckMixin, ResumableBatchesMixin, LengthBucket
                 self.split(split)
 
     # --- configuration -----------------------------------------------------------------
+    def _set_options(self, subwords: Subwords, lengths: Lengths, batching: Batching) -> None:
+        """The groups, and each of their fields as an attribute of its flat name (what the cache keys, the
+        batches and the split check read)."""
+        self.subwords, self.lengths, self.batching = subwords, lengths, batching
+        self.subword_vocab_size, self.joint_vocabulary, self.min_frequency = (
+            subwords.subword_vocab_size, subwords.joint_vocabulary, subwords.min_frequency)
+        self.pretokenized = (default_pretokenized(self.dataset) if subwords.pretokenized is None
+                             else bool(subwords.pretokenized))
+        self.max_source_length, self.max_target_length = lengths.max_source_length, lengths.max_target_length
+        self.max_input_length = lengths.max_input_length
+        self.eval_batch_size, self.max_tokens = batching.eval_batch_size, batching.max_tokens
+        self.chunk_batches, self.length_buckets = batching.chunk_batches, batching.length_buckets
+        self.num_workers = batching.num_workers
+
     def _check_location(self, checkpoint_path: Optional[str]) -> None:
         """Name a missing local copy (or a parallel corpus without files) now, before anything is read."""
         trained_on = test_only_for(self.dataset)

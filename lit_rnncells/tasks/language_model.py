@@ -12,7 +12,7 @@ over the whole split with carried state and reports the token-weighted mean NLL 
 from __future__ import annotations
 
 import math
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, ClassVar, Dict, List, Optional, Tuple
 
 import torch
 from lightning.pytorch.cli import LRSchedulerCallable, OptimizerCallable
@@ -20,7 +20,7 @@ from lightning.pytorch.utilities import rank_zero_info, rank_zero_warn
 from torch import Tensor, nn
 from torch.nn import functional as F
 
-from ..arguments import check_positive, check_probability
+from ..arguments import apply_deprecated_names, check_positive, group_as_dict, option_group
 from ..cells.base import State
 from ..data.language_model import check_vocabulary
 from ..data.text import Vocabulary, VocabularyMismatchError
@@ -28,6 +28,8 @@ from ..nn.dropout import (LockedDropout, WeightDrop, activation_regularization, 
                           temporal_activation_regularization)
 from ..nn.recurrent import map_state
 from .base import CellSpec, RecurrentTask, cell_config
+from .language_model_options import (OPTIMIZATION_FIELDS, REGULARIZATION_FIELDS, Optimization,
+                                     Regularization)
 
 LayerStates = Tuple[State, ...]
 LN2 = math.log(2.0)
@@ -41,37 +43,47 @@ class LanguageModel(RecurrentTask):
         embedding_size, hidden_size, num_layers: sizes. With ``tie_weights`` (Press & Wolf 2017)
             the last layer's size is ``embedding_size`` (AWD-LSTM) unless a deep output is used.
         deep_output_size: if > 0, a ``tanh`` layer of that size between the RNN and the softmax.
-        dropout / dropout_h / dropout_i: locked dropout on the RNN output, between layers and on
-            the embedded input; dropout_e: embedding (word-type) dropout; weight_drop: DropConnect
-            on the recurrent weights (AWD-LSTM 0.4 / 0.25 / 0.4 / 0.1 / 0.5 on PTB word).
-        alpha, beta: AR and TAR coefficients (AWD-LSTM: 2 and 1).
         aux_loss_weight: multiplies the cells' auxiliary loss (MZU's λ lives in the cell).
-        scale_lr_with_seq_len: scale the learning rate by ``seq_len / bptt`` for each window (AWD-LSTM).
-        nt_asgd, nonmono: switch to averaged SGD once the validation loss has not improved on the best
-            of all but the last ``nonmono`` evaluations (AWD-LSTM §3); evaluation then uses the average.
+        regularization: AWD-LSTM's dropouts and activation penalties (:class:`Regularization`).
+        optimization: AWD-LSTM's NT-ASGD and learning-rate rescaling (:class:`Optimization`).
+        **deprecated: the old flat names of the groups' fields (``dropout_h``, ``nt_asgd``, ...), for one
+            release; each prints one line naming its new key (:attr:`DEPRECATED_NAMES`).
     """
+
+    DEPRECATED_NAMES: ClassVar[Dict[str, str]] = {
+        **{name: f"regularization.{name}" for name in REGULARIZATION_FIELDS},
+        **{name: f"optimization.{name}" for name in OPTIMIZATION_FIELDS}}
+    """Old flat name → its key in a group (configs, command lines and checkpoints from before the groups)."""
 
     def __init__(self, cell: CellSpec = "GRU", vocab_size: int = 50, embedding_size: int = 128,
                  hidden_size: int = 512, num_layers: int = 1, tie_weights: bool = False, deep_output_size: int = 0,
-                 dropout: float = 0.0, dropout_h: float = 0.0, dropout_i: float = 0.0, dropout_e: float = 0.0,
-                 weight_drop: float = 0.0, alpha: float = 0.0, beta: float = 0.0, aux_loss_weight: float = 1.0,
-                 scale_lr_with_seq_len: bool = False, nt_asgd: bool = False, nonmono: int = 5,
+                 aux_loss_weight: float = 1.0, regularization: Optional[Regularization] = None,
+                 optimization: Optional[Optimization] = None,
                  optimizer: OptimizerCallable = torch.optim.Adam,
                  lr_scheduler: Optional[LRSchedulerCallable] = None, scheduler_monitor: str = "val/loss",
-                 compile: bool = False, backend: Optional[str] = None) -> None:
+                 compile: bool = False, backend: Optional[str] = None, **deprecated: Any) -> None:
         super().__init__(cell, optimizer, lr_scheduler, scheduler_monitor, compile=compile, backend=backend)
+        groups = apply_deprecated_names(type(self).__name__, self.DEPRECATED_NAMES, deprecated, {
+            "regularization": option_group(Regularization, regularization, "regularization"),
+            "optimization": option_group(Optimization, optimization, "optimization")})
+        self.regularization: Regularization = groups["regularization"]
+        self.optimization: Optimization = groups["optimization"]
         check_positive(vocab_size=vocab_size, embedding_size=embedding_size, hidden_size=hidden_size,
-                       num_layers=num_layers, nonmono=nonmono)
-        check_probability(dropout=dropout, dropout_h=dropout_h, dropout_i=dropout_i, dropout_e=dropout_e,
-                          weight_drop=weight_drop)
-        for name, value in (("alpha", alpha), ("beta", beta), ("aux_loss_weight", aux_loss_weight),
-                            ("deep_output_size", deep_output_size)):
+                       num_layers=num_layers)
+        for name, value in (("aux_loss_weight", aux_loss_weight), ("deep_output_size", deep_output_size)):
             if value < 0:
                 raise ValueError(f"{name} must be 0 or more, got {value}; use 0 to turn it off.")
         # Plain data only, so checkpoints load with torch.load(weights_only=True); the optimiser is rebuilt
-        # from the config (or defaults to Adam) and its state comes from the checkpoint.
-        self.save_hyperparameters(ignore=["optimizer", "lr_scheduler"], logger=False)  # logged as model/...
+        # from the config (or defaults to Adam) and its state comes from the checkpoint. The groups are saved
+        # as dicts, under their names only (the old flat names a caller gave are not saved).
+        self.save_hyperparameters(ignore=["optimizer", "lr_scheduler", *deprecated], logger=False)  # model/...
+        for name in deprecated:
+            self.hparams.pop(name, None)
         self.hparams["cell"] = cell_config(cell)
+        self.hparams["regularization"] = group_as_dict(self.regularization)
+        self.hparams["optimization"] = group_as_dict(self.optimization)
+        dropout, weight_drop = self.regularization.dropout, self.regularization.weight_drop
+        dropout_h, dropout_i = self.regularization.dropout_h, self.regularization.dropout_i
         self.embedding = nn.Embedding(vocab_size, embedding_size)
         last = embedding_size if tie_weights and deep_output_size == 0 else hidden_size
         sizes = [embedding_size] + [hidden_size] * (num_layers - 1) + [last]
@@ -105,7 +117,7 @@ class LanguageModel(RecurrentTask):
     def forward(self, tokens: Tensor, state: Optional[LayerStates] = None, lengths: Optional[Tensor] = None
                 ) -> Tuple[Tensor, LayerStates, Dict[str, Tensor]]:
         """Logits ``(B, T, V)``, the new per-layer states, and ``aux`` / ``output`` / ``dropped``."""
-        x = embedding_dropout(self.embedding, tokens, self.hparams.dropout_e, self.training)
+        x = embedding_dropout(self.embedding, tokens, self.regularization.dropout_e, self.training)
         x = self.drop_in(x)
         states, aux = [], x.new_zeros((), dtype=torch.float32)
         raw = x
@@ -148,8 +160,8 @@ class LanguageModel(RecurrentTask):
         self._train_state = map_state(lambda t: t.detach(), new_state)
         nll = F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), targets.reshape(-1))
         loss = nll + self.hparams.aux_loss_weight * extra["aux"]
-        loss = loss + activation_regularization(extra["dropped"], self.hparams.alpha)
-        loss = loss + temporal_activation_regularization(extra["output"], self.hparams.beta)
+        loss = loss + activation_regularization(extra["dropped"], self.regularization.alpha)
+        loss = loss + temporal_activation_regularization(extra["output"], self.regularization.beta)
         n = targets.numel()
         self.log("train/loss", nll, batch_size=n, prog_bar=True, on_step=True, on_epoch=True)
         self.log("train/bpc", nll / LN2, batch_size=n, on_step=True, on_epoch=True)
@@ -159,7 +171,7 @@ class LanguageModel(RecurrentTask):
         return loss
 
     def on_train_batch_start(self, batch: Dict[str, Any], batch_idx: int) -> None:
-        if self.hparams.scale_lr_with_seq_len and batch["seq_len"] != batch["bptt"]:
+        if self.optimization.scale_lr_with_seq_len and batch["seq_len"] != batch["bptt"]:
             for opt in self.trainer.optimizers:
                 for group in opt.param_groups:
                     group["lr_unscaled"] = group["lr"]
@@ -206,7 +218,7 @@ class LanguageModel(RecurrentTask):
     def on_validation_epoch_end(self) -> None:
         loss = self._eval_epoch_end("val")
         self._swap_back()
-        if self.hparams.nt_asgd and not self.trainer.sanity_checking:
+        if self.optimization.nt_asgd and not self.trainer.sanity_checking:
             self._maybe_switch_to_asgd(loss)
 
     def on_test_epoch_start(self) -> None:
@@ -232,7 +244,7 @@ class LanguageModel(RecurrentTask):
                                 weight_decay=group.get("weight_decay", 0.0))
 
     def _maybe_switch_to_asgd(self, loss: float) -> None:
-        n = self.hparams.nonmono
+        n = self.optimization.nonmono
         if not self._asgd and len(self._val_history) > n and loss > min(self._val_history[:-n]):
             rank_zero_info(f"NT-ASGD: validation loss {loss:.4f} did not improve for {n} evaluations; "
                            "switching to averaged SGD.")
