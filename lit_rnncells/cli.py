@@ -453,7 +453,10 @@ def main(args: Optional[List[str]] = None, run: bool = True,
     quiet_known_noise()
     # --trainer.max_step is not max_steps; old flat option names become their groups' keys (deprecated_names)
     parser_kwargs = {"allow_abbrev": False, "parser_mode": PARSER_MODE, **(parser_kwargs or {})}
-    args = rewrite_argv(sys.argv[1:] if args is None else list(args))
+    if args is None:  # the console: Lightning warns when given args while sys.argv holds some too
+        sys.argv[1:] = rewrite_argv(sys.argv[1:])
+    else:
+        args = rewrite_argv(list(args))
     try:
         return _build_cli(args, run, parser_kwargs)
     finally:

@@ -106,8 +106,8 @@ class TranslationDataModule(SplitCheckMixin, ResumableBatchesMixin, LengthBucket
 
     def __init__(self, dataset: str = "multi30k", data_dir: Optional[str] = None,
                  files: Optional[Dict[str, List[str]]] = None, source_language: Optional[str] = None,
-                 target_language: Optional[str] = None, batch_size: int = 64, subwords: Optional[Subwords] = None,
-                 lengths: Optional[Lengths] = None, batching: Optional[Batching] = None,
+                 target_language: Optional[str] = None, batch_size: int = 64, subwords: Subwords = Subwords(),
+                 lengths: Lengths = Lengths(), batching: Batching = Batching(),
                  limit: Optional[int] = None, valid_size: Optional[int] = None,
                  predict_file: Optional[str] = None, checkpoint_path: Optional[str] = None,
                  cache_dir: Optional[str] = None, seed: int = 0, **deprecated: Any) -> None:

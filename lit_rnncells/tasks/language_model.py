@@ -57,8 +57,8 @@ class LanguageModel(RecurrentTask):
 
     def __init__(self, cell: CellSpec = "GRU", vocab_size: int = 50, embedding_size: int = 128,
                  hidden_size: int = 512, num_layers: int = 1, tie_weights: bool = False, deep_output_size: int = 0,
-                 aux_loss_weight: float = 1.0, regularization: Optional[Regularization] = None,
-                 optimization: Optional[Optimization] = None,
+                 aux_loss_weight: float = 1.0, regularization: Regularization = Regularization(),
+                 optimization: Optimization = Optimization(),
                  optimizer: OptimizerCallable = torch.optim.Adam,
                  lr_scheduler: Optional[LRSchedulerCallable] = None, scheduler_monitor: str = "val/loss",
                  compile: bool = False, backend: Optional[str] = None, **deprecated: Any) -> None:
