@@ -974,8 +974,8 @@ def test_a_data_option_a_checkpoint_overrides_is_said_to_be_ignored(seq2seq_chec
     old = os.getcwd()
     os.chdir(workdir)
     try:
-        with pytest.warns(UserWarning, match=r"--data.init_args.subword_vocab_size 600 \(trained with 300\); "
-                                             r"--data.init_args.min_frequency 3 \(trained with 1\): ignored, because "
+        with pytest.warns(UserWarning, match=r"--data.init_args.subwords.subword_vocab_size 600 \(trained with 300\); "
+                                             r"--data.init_args.subwords.min_frequency 3 \(trained with 1\): ignored, because "
                                              r"test takes the tokenizers / vocabulary from the checkpoint"):
             assert run([*args, "--data.init_args.subword_vocab_size", "600", "--data.init_args.min_frequency",
                         "3"]) == 0
