@@ -46,7 +46,8 @@ DEFAULT_CELLS = ["GRU", "SatMZU", "GcnMZU", "CapMZU", "GRUDT", "MuFuRU"]
 def data_module(data_dir: str, cache_dir: str, quick: bool) -> TranslationDataModule:
     """Multi30k De->En with the shipped config's joint 8k BPE (fitted on the first 4,000 training pairs)."""
     dm = TranslationDataModule("multi30k", data_dir=data_dir, source_language="de", target_language="en",
-                               subword_vocab_size=500 if quick else 8000, joint_vocabulary=True, limit=4000,
+                               subwords={"subword_vocab_size": 500 if quick else 8000, "joint_vocabulary": True},
+                               limit=4000,
                                cache_dir=cache_dir)
     dm.prepare_data()
     dm.setup("test")

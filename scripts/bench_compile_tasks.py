@@ -84,7 +84,8 @@ def fit_args(job: str, full: bool, quick: bool, steps: int, root: Path, compiled
     if job == "multi30k_gru" or job == "imdb_caru":
         args += ["--data.init_args.cache_dir", str(root / "cache")]
     if compiled and buckets and job in PADDED:
-        args += ["--data.init_args.length_buckets", str(buckets)]
+        group = "batching." if job == "multi30k_gru" else ""  # TranslationDataModule's batching group
+        args += [f"--data.init_args.{group}length_buckets", str(buckets)]
     args += ["--model.init_args.backend", backend if compiled else EAGER[job],
              "--model.init_args.lr_scheduler", "null",  # no validation here, so nothing for a plateau scheduler
              "--trainer.max_steps", str(steps), "--trainer.limit_train_batches", str(steps),

@@ -97,9 +97,9 @@ def run_anchor(args: argparse.Namespace, seed: int) -> Dict[str, Any]:
 def data_module(args: argparse.Namespace, checkpoint: Optional[Path] = None) -> TranslationDataModule:
     """Multi30k De->En at the reference's settings (the tokenizer is the checkpoint's when one is given)."""
     dm = TranslationDataModule("multi30k", data_dir=str(args.data), source_language="de", target_language="en",
-                               subword_vocab_size=args.vocab, joint_vocabulary=True, min_frequency=1,
-                               batch_size=128, eval_batch_size=128, limit=args.limit or None, seed=args.seeds[0],
-                               chunk_batches=args.chunk_batches,
+                               subwords={"subword_vocab_size": args.vocab, "joint_vocabulary": True, "min_frequency": 1},
+                               batch_size=128, batching={"eval_batch_size": 128, "chunk_batches": args.chunk_batches},
+                               limit=args.limit or None, seed=args.seeds[0],
                                checkpoint_path=None if checkpoint is None else str(checkpoint))
     dm.prepare_data()
     dm.setup("test")

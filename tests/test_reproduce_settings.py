@@ -41,7 +41,7 @@ def test_mzu_ptb_char_runs_the_papers_table_1_cells_with_its_settings() -> None:
         zf = cell.blocks[0].zone_fns
         if zf.composition == "cap":
             assert (zf.capsules, zf.routing_iterations) == (2, 3)
-    assert _arg(exp, "--model.init_args.dropout") == "0.0"  # the paper's dropout is on the candidate only
+    assert _arg(exp, "--model.init_args.regularization.dropout") == "0.0"  # the paper's dropout is on the candidate only
 
 
 def test_mzu_absa_runs_capmzu_with_layer_norm_and_candidate_dropout() -> None:
