@@ -18,8 +18,8 @@ from lit_rnncells.data.translation_options import Batching, Lengths, Subwords
 from lit_rnncells.deprecated_names import rewrite_argv
 from lit_rnncells.tasks import LanguageModel
 from lit_rnncells.tasks.language_model_options import Optimization, Regularization
-from test_bad_input import write_parallel
-from test_language_model import ptb_char_corpus
+from .test_bad_input import write_parallel
+from .test_language_model import ptb_char_corpus
 
 REPO = Path(__file__).resolve().parents[1]
 OLD_LM = {"dropout": 0.3, "dropout_h": 0.2, "dropout_i": 0.1, "dropout_e": 0.05, "weight_drop": 0.25,
