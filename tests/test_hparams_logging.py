@@ -44,6 +44,6 @@ def test_a_name_in_both_model_and_data_hparams_is_logged_in_two_groups(tmp_path:
     trainer.fit(model, datamodule=data)
     assert trainer.global_step == 2
     saved = yaml.safe_load((Path(logger.log_dir) / "hparams.yaml").read_text())
-    assert saved["model"]["max_source_length"] == 50 and saved["data"]["max_source_length"] == 30
+    assert saved["model"]["max_source_length"] == 50 and saved["data"]["lengths"]["max_source_length"] == 30
     assert saved["model"]["hidden_size"] == 8 and saved["data"]["dataset"] == "parallel"
     assert "max_source_length" not in saved  # nothing logged flat beside the groups
