@@ -1,8 +1,10 @@
 """The default logger: Weights & Biases, offline unless the user has configured W&B."""
 from __future__ import annotations
 
+import atexit
 import netrc
 import os
+import sys
 from pathlib import Path
 from typing import Any, Dict, Mapping, Optional
 
@@ -22,6 +24,24 @@ def wandb_configured() -> bool:
     return any("wandb" in host for host in hosts)
 
 
+END_OF_RUN_SETTINGS: Dict[str, Any] = {"max_end_of_run_history_metrics": 0, "max_end_of_run_summary_metrics": 0}
+"""W&B's end-of-run lines without its history sparklines and summary table: the command line prints the run's
+metrics itself, and W&B's service printed neither (what the footer held before :func:`_finish_run`)."""
+
+
+def _finish_run(run: Any) -> None:
+    """Finish a W&B run still open when the process exits (a no-op for a finished one).
+
+    A run left open is finished by W&B's service process, which prints the end-of-run lines ("You can sync this
+    run ...: wandb sync <folder>", "Find logs at ...") to its own stdout, the user's, always in colour: a
+    redirected stdout got ANSI escape codes. Finished from Python, the same lines go through ``wandb.termlog``
+    to stderr, where W&B's other lines go, coloured on a terminal and plain otherwise."""
+    try:
+        run.finish()
+    except Exception as error:  # noqa: BLE001 - exiting anyway: W&B's own exit hook finishes what is left
+        print(f"W&B: could not finish the run ({error}); its service finishes it", file=sys.stderr)
+
+
 class DefaultWandbLogger(WandbLogger):
     """WandbLogger that never fails for lack of an account or network.
 
@@ -30,6 +50,10 @@ class DefaultWandbLogger(WandbLogger):
     otherwise, offline otherwise; ``wandb sync`` uploads an offline run later.
     ``WANDB_MODE=disabled`` turns W&B off entirely.
     Lightning logs from rank 0 only.
+
+    The run is finished by this process before it exits (:func:`_finish_run`), so W&B's end-of-run lines are
+    coloured on a terminal and plain in a redirected stream; they show where the run is and how to sync it,
+    without W&B's history and summary tables (:data:`END_OF_RUN_SETTINGS`; a ``settings`` you pass wins).
     """
 
     def __init__(self, project: str = "lit_rnncells", save_dir: str = "runs", offline: Optional[bool] = None,
@@ -41,9 +65,24 @@ class DefaultWandbLogger(WandbLogger):
         elif offline is None:
             offline = mode in ("offline", "dryrun") or not wandb_configured()
         Path(save_dir).mkdir(parents=True, exist_ok=True)
+        settings = kwargs.get("settings")  # the command line passes every wandb.init argument, None when not given
+        if settings is None or isinstance(settings, Mapping):
+            kwargs["settings"] = {**END_OF_RUN_SETTINGS, **(settings or {})}
         super().__init__(project=project, save_dir=save_dir, offline=offline, log_model=log_model, **kwargs)
         if kwargs.get("anonymous") is None:
             self._wandb_init.pop("anonymous", None)  # W&B warns about the setting whenever it is passed
+        self._finish_at_exit = False
+
+    @property
+    def experiment(self) -> Any:
+        """The W&B run (Lightning's), finished by this process before it exits (:func:`_finish_run`)."""
+        import wandb  # as Lightning does: importing W&B takes half a second, and only a run needs it
+
+        run = super().experiment
+        if not self._finish_at_exit and isinstance(run, wandb.Run):  # not Lightning's stand-in on other ranks
+            atexit.register(_finish_run, run)  # after W&B's own exit hook, so it runs before it
+            self._finish_at_exit = True
+        return run
 
 
 def _plain_hparams(hparams: Mapping[str, Any]) -> Dict[str, Any]:

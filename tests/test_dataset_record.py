@@ -186,13 +186,15 @@ def test_the_readers_tables_from_the_records_are_the_old_tables():
     assert lm.HUB_IDS == {"ptb_char": "ptb-text-only/ptb_text_only", "ptb_word": "ptb-text-only/ptb_text_only",
                           "text8": "afmck/text8", "enwik8": "LTCB/enwik8"}
     assert lm.ENV_FOLDERS == {"ptb_char": "ptb", "ptb_word": "ptb", "text8": "text8", "enwik8": "enwik8"}
-    assert semeval.LOCAL_FILES == {
+    assert {domain: semeval.local_files(domain) for domain in semeval.domains()} == {
         "restaurants": {"train": "Restaurants_Train_v2.xml", "test": "Restaurants_Test_Gold.xml"},
         "laptops": {"train": "Laptop_Train_v2.xml", "test": "Laptops_Test_Gold.xml"}}
     assert (semeval.HUB_ID, imdb.HUB_ID, sst.HUB_ID) == ("alexcadillon/SemEval2014Task4", "stanfordnlp/imdb",
                                                          "stanfordnlp/sst2")
-    assert imdb.ARCHIVE == "aclImdb_v1.tar.gz"
-    assert sst.FILES == {"train": "train.txt", "validation": "dev.txt", "test": "test.txt"}
+    assert imdb.archive_name() == "aclImdb_v1.tar.gz"
+    assert list(imdb.class_folders().values()) == ["aclImdb/train/neg", "aclImdb/train/pos", "aclImdb/test/neg",
+                                                   "aclImdb/test/pos"]  # the order they are fingerprinted in
+    assert sst.local_files() == {"train": "train.txt", "validation": "dev.txt", "test": "test.txt"}
     assert tr.LOCAL_FILES["gigaword"] == {"train": "train.{}.txt", "valid": "valid.{}.filter.txt",
                                           "test": "test.{}.txt"}
     assert tr.HUB_IDS == {"multi30k": "bentrevett/multi30k", "iwslt17": "IWSLT/iwslt2017",

@@ -250,7 +250,7 @@ def test_iwslt14_is_local_only_and_a_missing_copy_names_both_ways_to_build_it(tm
 
 # --- sentiment ---------------------------------------------------------------------------------------
 def publish_semeval(stub: HubStub, folder: Path, release: bool) -> None:
-    files = semeval.LOCAL_FILES["restaurants"]
+    files = semeval.local_files("restaurants")
     stub.publish(semeval.HUB_ID, "restaurants", {s: semeval_rows(semeval.read_xml(folder / files[s]))
                                                  for s in ("train", "test")}, release=release, script="SemEval2014Task4.py")
 

@@ -121,6 +121,10 @@ def keep(archives: List[Path], folder: Path, log: Log) -> None:
             (folder / (archive.name + ".tmp")).replace(folder / archive.name)
 
 
-def sst(archives: List[Path], folder: Path, log: Log) -> None:
-    for name, data in members(archives[0], {f"trees/{n}": n for n in ("train.txt", "dev.txt", "test.txt")}).items():
-        write(folder / name, data)
+def extract(wanted: Dict[str, str]) -> Callable[[List[Path], Path, Log], None]:
+    """A builder writing the release archive's members (paths ending with each key of ``wanted``) into the
+    folder under their output names (``wanted``'s values): SST's ``trees/dev.txt`` as ``dev.txt``."""
+    def unpack(archives: List[Path], folder: Path, log: Log) -> None:
+        for name, data in members(archives[0], wanted).items():
+            write(folder / name, data)
+    return unpack

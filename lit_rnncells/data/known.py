@@ -69,7 +69,9 @@ class Dataset:
     standard ROUGE truncation and ``rouge_multiref`` the standard multi-reference ROUGE (``pooled``: ROUGE-1.5.5
     ``-f A``). A dataset with ``languages`` but no ``hub_id`` is read from local files only.
     ``variants`` maps the names ``LanguageModelDataModule(dataset=...)`` takes to the file group each reads
-    (``ptb_word`` → ``word``); those read ``hub_id`` too.
+    (``ptb_word`` → ``word``); those read ``hub_id`` too. ``members`` says where each split is inside the release
+    archive (and the folder it extracts to), a path whose ``{}`` is one of ``classes``: SST's ``trees/dev.txt``,
+    IMDB's ``aclImdb/train/{}`` with ``classes`` ``("neg", "pos")`` (label 0, 1).
     Add one with :func:`register` (docs/data.md, "Adding a dataset").
     """
     name: str
@@ -92,6 +94,8 @@ class Dataset:
     rouge_max_bytes: Optional[int] = None
     rouge_multiref: Optional[str] = None
     variants: Dict[str, str] = field(default_factory=dict)
+    members: Dict[str, str] = field(default_factory=dict)
+    classes: Tuple[str, ...] = ()
 
     @property
     def direction(self) -> Tuple[str, str]:
@@ -132,6 +136,7 @@ _GIGAWORD_SHA = {"test.article.txt": "578b33eaffe7bf9cab2d84d6f1399fd6f38c1778d1
                  "test.title.txt": "15561a71977ee7bd5de4f8f405ea4adcc2f41220b2d9f9db7f71c23c27f8b9d7"}
 _SEMEVAL_SHA = {"Restaurants_Train_v2.xml": "223601da1bded6caa4ef9cf91a7007578141ca6d8ed50d5a5c217565f89d2fc5",
                 "Restaurants_Test_Gold.xml": "f21509cfa37e16534cd5b2da043be487355b64ef48fe8d6aaacaeca6b49cc0fb"}
+_SST_MEMBERS = {"train": "trees/train.txt", "dev": "trees/dev.txt", "test": "trees/test.txt"}
 _MULTI30K_FILES = {"train": "train.{}", "valid": "val.{}", "test": "test_2016_flickr.{}"}
 _PLAIN_FILES = {"train": "train.{}", "valid": "valid.{}", "test": "test.{}"}
 _GIGAWORD_FILES = {"train": "train.{}.txt", "valid": "valid.{}.filter.txt", "test": "test.{}.txt"}
@@ -241,15 +246,18 @@ KNOWN: Dict[str, Dataset] = {d.name: d for d in (
         (Layout("reviews", "imdb", {"train": ("aclImdb_v1.tar.gz",), "test": ("aclImdb_v1.tar.gz",)},
                 {"train": 25_000, "test": 25_000}, {("train", "test"): 123}),),
         "keeps aclImdb_v1.tar.gz as it is (the DataModule reads it in place)", builder=builders.keep,
-        hub_id="stanfordnlp/imdb"),
+        hub_id="stanfordnlp/imdb", members={"train": "aclImdb/train/{}", "test": "aclImdb/test/{}"},
+        classes=("neg", "pos")),
     Dataset(
         "sst", "Stanford Sentiment Treebank (Socher et al. 2013), PTB-style trees", "DocumentSentimentDataModule (sst)",
         (Source("https://nlp.stanford.edu/sentiment/trainDevTestTrees_PTB.zip", "trainDevTestTrees_PTB.zip", 789_539,
                 "5c613a4f673fc74097d523a2c83f38e0cc462984d847b82c7aaf36b01cbbbfcc",
                 provenance="size and sha256 as pinned by a public third-party project (not checked here)"),),
-        (Layout("trees", "sst", {"train": ("train.txt",), "dev": ("dev.txt",), "test": ("test.txt",)},
+        (Layout("trees", "sst", {split: (Path(member).name,) for split, member in _SST_MEMBERS.items()},
                 {"train": 8_544, "dev": 1_101, "test": 2_210}, _NOT_MEASURED),),
-        "extracts trees/{train,dev,test}.txt", builder=builders.sst, hub_id="stanfordnlp/sst2"),
+        "extracts trees/{train,dev,test}.txt",
+        builder=builders.extract({member: Path(member).name for member in _SST_MEMBERS.values()}),
+        hub_id="stanfordnlp/sst2", members=_SST_MEMBERS),
 )}
 
 

@@ -22,9 +22,18 @@ from . import hub
 from .known import KNOWN
 
 POLARITIES = ("negative", "neutral", "positive", "conflict")
-LOCAL_FILES = {group.name: {split: files[0] for split, files in group.files.items()}
-               for group in KNOWN["semeval14"].layouts}  # the record's file groups: restaurants, laptops
 HUB_ID = KNOWN["semeval14"].hub_id  # configs "restaurants" / "laptops"; splits train, test
+
+
+def domains() -> List[str]:
+    """The domains the dataset record (:mod:`.known`) has a file group for: ``restaurants``, ``laptops``."""
+    return [group.name for group in KNOWN["semeval14"].layouts]
+
+
+def local_files(domain: str) -> Dict[str, str]:
+    """The XML file of each split of ``domain``, as the dataset record names them."""
+    group = next(group for group in KNOWN["semeval14"].layouts if group.name == domain)
+    return {split: files[0] for split, files in group.files.items()}
 
 
 @dataclass(frozen=True)
@@ -100,7 +109,7 @@ def read_hub(hub_id: str, domain: str) -> Dict[str, List[Sentence]]:
     """Train/test sentences from the Parquet export (:mod:`lit_rnncells.data.hub`) of a hub dataset in the
     ``alexcadillon/SemEval2014Task4`` schema (``sentenceId``, ``text``, ``aspectTerms`` a list of
     {term, polarity, from, to} with string offsets; config = domain), sentence counts checked."""
-    local = hub.local_alternative("semeval14", f"the folder with {', '.join(sorted(LOCAL_FILES[domain].values()))}")
+    local = hub.local_alternative("semeval14", f"the folder with {', '.join(sorted(local_files(domain).values()))}")
     ds = hub.load_splits(hub_id, ("train", "test"), local, config=domain)
     out = {}
     for split in ("train", "test"):
@@ -117,13 +126,11 @@ def read_hub(hub_id: str, domain: str) -> Dict[str, List[Sentence]]:
 
 def local_paths(folder: Path, domain: str) -> Dict[str, Path]:
     """The train/test XML files of ``domain`` in ``folder``; one clear error if one is missing."""
-    names = LOCAL_FILES[domain]
+    names = local_files(domain)
     if folder.is_file():
         raise NotADirectoryError(f"data_dir {str(folder)!r} is a file; it must be the folder holding "
                                  f"{sorted(names.values())}.")
     if not folder.is_dir():
-        from . import hub
-
         raise FileNotFoundError(f"SemEval-2014 folder {str(folder)!r} does not exist"
                                 f"{hub.owner_hint(str(folder))}; set data.init_args.data_dir to the folder holding "
                                 f"{sorted(names.values())}.")

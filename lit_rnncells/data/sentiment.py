@@ -28,9 +28,11 @@ from torch import Tensor
 from ..arguments import check_positive
 from . import imdb, semeval, sst
 from .batching import pad_batch
+from .check import Bound, bind
+from .known import KNOWN, layout
 from .text import is_hub_id
 from .sentiment_base import (PAD, TOKEN_PATTERN, SentimentDataModule, Tokenizer, Vocabulary, encode, env_data_dir,
-                             pack, tokenize)
+                             local_folder, pack, tokenize)
 from .text import file_fingerprint
 
 __all__ = ["AspectSentimentDataModule", "DocumentSentimentDataModule", "PAD", "TOKEN_PATTERN", "tokenize"]
@@ -70,8 +72,8 @@ class AspectSentimentDataModule(SentimentDataModule):
                  max_vocab_size: Optional[int] = None, min_frequency: int = 1, cache_dir: Optional[str] = None,
                  checkpoint_path: Optional[str] = None, predict_file: Optional[str] = None, seed: int = 0,
                  length_buckets: int = 0) -> None:
-        if domain not in semeval.LOCAL_FILES:
-            raise ValueError(f"Unknown domain {domain!r}; choose one of {sorted(semeval.LOCAL_FILES)}.")
+        if domain not in semeval.domains():
+            raise ValueError(f"Unknown domain {domain!r}; choose one of {sorted(semeval.domains())}.")
         if subset not in ("ds", "hds"):
             raise ValueError(f"Unknown subset {subset!r}; choose 'ds' (all aspect terms) or 'hds' (hard subset).")
         if not 0.0 < val_fraction < 1.0:
@@ -104,6 +106,11 @@ class AspectSentimentDataModule(SentimentDataModule):
 
     def _tokens(self, text: str) -> List[str]:
         return tokenize(text, lowercase=self.lowercase, tokenizer="regex")
+
+    def split_files(self) -> Optional[Bound]:
+        """The domain's XML files (the record's file group of that name) under ``data_dir``; ``None`` for the hub."""
+        folder = local_folder(self.data_dir)
+        return None if folder is None else bind("semeval14", layout("semeval14", self.domain), folder)
 
     def _build(self, raw: Dict[str, List[semeval.Sentence]], vocab: Optional[Vocabulary]) -> Dict[str, Any]:
         train, val = semeval.split_sentences(raw["train"], self.val_fraction, self.split_seed)
@@ -225,6 +232,21 @@ class DocumentSentimentDataModule(SentimentDataModule):
     def _tokens(self, text: str) -> List[str]:
         return tokenize(text, lowercase=self.lowercase, tokenizer=self.tokenizer)
 
+    def split_files(self) -> Optional[Bound]:
+        """The files this DataModule reads, by the dataset's record: SST's tree files; IMDB's archive (or its
+        extracted folder), which holds both splits. ``None`` for the hub or a missing IMDB source."""
+        folder = local_folder(self.data_dir)
+        if folder is None:
+            return None
+        group = KNOWN[self.dataset].layouts[0]
+        if self.dataset == "sst":
+            return bind(self.dataset, group, folder)
+        try:
+            source = imdb.resolve_local(folder)
+        except FileNotFoundError:
+            return None  # the reader names what is missing
+        return Bound(self.dataset, group, {split: [source] for split in group.files})
+
     def _source(self) -> Tuple[Dict[str, Any], Callable[[Optional[Vocabulary]], Dict[str, Any]]]:
         hub = is_hub_id(self.data_dir)
         if self.dataset == "imdb":
@@ -233,8 +255,7 @@ class DocumentSentimentDataModule(SentimentDataModule):
                 return {"hub": hub_id}, lambda vocab: self._build_imdb(imdb.read_hub(hub_id), vocab)
             source = imdb.resolve_local(Path(self.data_dir).expanduser())
             prints = ([file_fingerprint(source)] if source.is_file() else
-                      [file_fingerprint(source / s / c) for s in ("train", "test") for c in ("neg", "pos")
-                       if (source / s / c).is_dir()])
+                      [file_fingerprint(p) for p in imdb.local_class_folders(source).values() if p.is_dir()])
             return {"files": prints}, lambda vocab: self._build_imdb(imdb.read_local(source), vocab)
         if hub:
             hub_id = self.data_dir

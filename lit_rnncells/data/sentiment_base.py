@@ -17,10 +17,9 @@ from ..arguments import check_positive
 from ..paths import check_no_blank_lines, read_stdin, read_text_file
 from .batching import BucketedBatches, LengthBucketsMixin, ResumableBatchesMixin, batch_loader
 from .check import SplitCheckMixin
-from .split_check import sentiment_files
 from .checkpoint_state import datamodule_state
 from .language_model import check_vocabulary
-from .text import UNK, Vocabulary, cached, default_cache_dir, local_or_hub
+from .text import UNK, Vocabulary, cached, default_cache_dir, is_hub_id, local_or_hub
 
 PAD = "<pad>"
 TOKEN_PATTERN = re.compile(r"\w+|[^\w\s]")
@@ -77,6 +76,11 @@ def vocab_digest(vocab: Vocabulary) -> str:
 def env_data_dir(folder: str, hub_id: str) -> str:
     """``$LIT_RNNCELLS_DATA/<folder>`` when ``LIT_RNNCELLS_DATA`` is set, else the hub id."""
     return local_or_hub(folder, hub_id)  # type: ignore[return-value]
+
+
+def local_folder(data_dir: Optional[str]) -> Optional[Path]:
+    """``data_dir`` as a local path; ``None`` for a hub id (or no ``data_dir``)."""
+    return None if data_dir is None or is_hub_id(data_dir) else Path(data_dir).expanduser()
 
 
 def read_lines(path: str) -> List[str]:
@@ -203,10 +207,6 @@ class SentimentDataModule(SplitCheckMixin, ResumableBatchesMixin, LengthBucketsM
         return self.vocab.stoi[PAD]
 
     # --- loaders ---------------------------------------------------------------------------
-    def split_files(self):
-        """The files the fit-time split check reads (:func:`lit_rnncells.data.split_check.sentiment_files`)."""
-        return sentiment_files(self)
-
     def setup(self, stage: str) -> None:
         self.check_splits(stage)
         if stage in ("fit", "validate", "test") and not self.splits:

@@ -9,8 +9,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 from .check import Bound, bind
-from .imdb import resolve_local
-from .known import KNOWN, Layout, layout, variant
+from .known import KNOWN, Layout, variant
 from .text import is_hub_id
 
 PARALLEL_FILES = {"train": "train.{}", "valid": "valid.{}", "test": "test.{}"}
@@ -63,21 +62,8 @@ def translation_files(dm: Any) -> Optional[Bound]:
 
 
 def sentiment_files(dm: Any) -> Optional[Bound]:
-    """A sentiment DataModule's files: SemEval-2014 (``domain``), SST or IMDB."""
-    folder = _folder(dm.data_dir)
-    if folder is None:
-        return None
-    if hasattr(dm, "domain"):
-        return bind("semeval14", layout("semeval14", dm.domain), folder)  # domain: restaurants or laptops
-    if dm.dataset == "sst":
-        return bind("sst", layout("sst", "trees"), folder)
-    if dm.dataset != "imdb":
-        return None
-    try:
-        source = resolve_local(folder)
-    except FileNotFoundError:
-        return None
-    return Bound("imdb", layout("imdb", "reviews"), {"train": [source], "test": [source]})
+    """A sentiment DataModule's files: its own ``split_files()`` (each reads its dataset's record)."""
+    return dm.split_files()
 
 
 _language_model, _translation, _sentiment = language_model_files, translation_files, sentiment_files  # old names

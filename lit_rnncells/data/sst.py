@@ -16,8 +16,6 @@ from typing import Dict, List, Tuple
 from . import hub
 from .known import KNOWN
 
-FILES = {("validation" if split == "dev" else split): files[0]  # the record's trees, by hub split name
-         for split, files in KNOWN["sst"].layouts[0].files.items()}
 HUB_ID = KNOWN["sst"].hub_id
 FINE_LABELS = ("very negative", "negative", "neutral", "positive", "very positive")
 BINARY_LABELS = ("negative", "positive")
@@ -114,22 +112,28 @@ def read_trees(path: Path) -> List[List[Phrase]]:
     return trees
 
 
+def local_files() -> Dict[str, str]:
+    """The tree file of each split, as the dataset record (:mod:`.known`) names them, by the DataModule's split
+    names (``dev.txt`` is ``validation``)."""
+    return {("validation" if split == "dev" else split): files[0]
+            for split, files in KNOWN["sst"].layouts[0].files.items()}
+
+
 def local_paths(folder: Path) -> Dict[str, Path]:
     """The three tree files in ``folder``; one clear error if one is missing."""
+    names = local_files()
     if folder.is_file():
         raise NotADirectoryError(f"data_dir {str(folder)!r} is a file; for SST it must be the folder holding "
-                                 f"{sorted(FILES.values())}.")
+                                 f"{sorted(names.values())}.")
     if not folder.is_dir():
-        from . import hub
-
         raise FileNotFoundError(f"SST folder {str(folder)!r} does not exist"
                                 f"{hub.owner_hint(str(folder))}; set data.init_args.data_dir to the folder holding "
-                                f"{sorted(FILES.values())} (the official trees/).")
-    paths = {split: folder / name for split, name in FILES.items()}
+                                f"{sorted(names.values())} (the official trees/).")
+    paths = {split: folder / name for split, name in names.items()}
     for path in paths.values():
         if not path.is_file():
             raise FileNotFoundError(f"Missing SST file {str(path)!r}; data_dir must hold the official tree files "
-                                    f"{sorted(FILES.values())}.")
+                                    f"{sorted(names.values())}.")
     return paths
 
 
@@ -142,7 +146,7 @@ def read_hub(hub_id: str) -> Dict[str, List[Tuple[int, str]]]:
     """(label 0/1, sentence) of the hub's train and validation splits (GLUE SST-2 schema), read from its
     Parquet export (:mod:`lit_rnncells.data.hub`), row counts checked."""
     ds = hub.load_splits(hub_id, ("train", "validation"), hub.local_alternative(
-        "sst", f"the folder with {', '.join(sorted(FILES.values()))}"))
+        "sst", f"the folder with {', '.join(sorted(local_files().values()))}"))
     out = {}
     for split in ("train", "validation"):
         out[split] = [(int(r["label"]), r["sentence"]) for r in ds[split]]
