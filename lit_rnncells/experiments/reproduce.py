@@ -23,7 +23,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..paths import check_output_file, check_output_folder
 from . import paper_scale
-from .compare import CompareError, Interrupted, Launcher, LocalLauncher, compare
+from .compare import (CompareError, Interrupted, Launch, Launcher, LocalLauncher, Matching, RunOptions,
+                      compare)
 from .compare.launchers import slurm_launcher
 from .compare.slurm_settings import add_slurm_options
 from .report import CURVES_FILE, RESULT_FILE, curve_groups, plot_curves, row_of
@@ -349,9 +350,10 @@ def run_experiment(exp: Experiment, folder: Path, log: Any,
                    launcher: Optional[Launcher] = None) -> List[Dict[str, Any]]:
     """Run (or reuse the finished runs of) one experiment's comparison in ``folder``; the rows of its runs.csv."""
     return compare(str(ROOT / exp.config) if not Path(exp.config).is_absolute() else exp.config, list(exp.cells),
-                   seeds=exp.seeds, budget=exp.budget, out=folder, match_params=exp.match_params,
-                   hidden_size=exp.hidden_size, vary=list(exp.vary), extra=list(exp.extra),
-                   test_every_epoch=exp.test_every_epoch, no_wandb=True, log=log, launcher=launcher)
+                   seeds=exp.seeds, budget=exp.budget, out=folder, vary=list(exp.vary),
+                   matching=Matching(match_params=exp.match_params, hidden_size=exp.hidden_size),
+                   runs=RunOptions(extra=list(exp.extra), test_every_epoch=exp.test_every_epoch, no_wandb=True),
+                   launch=Launch(launcher=launcher), log=log)
 
 
 def cpu_header(paper: str, title: str) -> List[str]:
