@@ -211,7 +211,7 @@ def test_a_resumed_run_keeps_writing_last_ckpt_beside_a_config_checkpoint_on_the
     Lightning overwrites it rather than writing last-v1.ckpt beside a last.ckpt left at the resumed step."""
     from lightning.pytorch.callbacks import ModelCheckpoint
 
-    from lit_rnncells.callbacks import RunnerCheckpoint
+    from lit_rnncells.command.callbacks import RunnerCheckpoint
     from lit_rnncells.data.checkpoint_state import read_checkpoint
 
     own = {"class_path": "lightning.pytorch.callbacks.ModelCheckpoint",

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from lit_rnncells import compare as cmp
-from lit_rnncells import run_folder
+from lit_rnncells.command import run_folder
 from lit_rnncells.experiments.compare import runner
 
 ROOT = Path(__file__).resolve().parents[1]

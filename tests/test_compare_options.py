@@ -9,7 +9,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import pytest
 
-from lit_rnncells import arguments
+from lit_rnncells.utils import arguments
 from lit_rnncells.experiments import compare as cmp
 from lit_rnncells.experiments.compare.cli import groups_of
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
-from ..paths import check_output_file, check_output_folder
+from ..utils.paths import check_output_file, check_output_folder
 from . import compare as runner
 from .compare import Budget, CompareError, Launch, Matching, RunOptions, check_cell, compare
 from .compare.cli import OneLineParser

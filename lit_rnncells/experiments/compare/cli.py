@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
-from ... import run_folder
+from ...command import run_folder
 from .child import child_main
 from .options import Launch, Matching, RunOptions, Selection, argument_group
 from .planning import CompareError

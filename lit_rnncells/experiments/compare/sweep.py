@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
-from ...arguments import apply_deprecated_names, option_group
-from ...paths import check_output_folder
+from ...utils.arguments import apply_deprecated_names, option_group
+from ...utils.paths import check_output_folder
 from ..report import curve_groups, log_to_wandb, plot_curves, row_of, summary_markdown, write_csv
 from ..param_match import cell_name
 from .planning import Budget, CompareError, check_arguments, check_cell, default_monitor, mode_of, parse_vary, plan
