@@ -17,7 +17,7 @@ from typing import Iterator, List, Optional, Sequence
 
 from ..cells.registry import available_cells, cell_options, get_cell, no_option_message  # noqa: F401
 
-PACKAGE_DIR = Path(__file__).resolve().parent
+PACKAGE_DIR = Path(__file__).resolve().parents[1]  # lit_rnncells/ (this file is in lit_rnncells/command/)
 USER_ERRORS = (ValueError, TypeError, FileNotFoundError, NotADirectoryError, IsADirectoryError, KeyError,
                ArithmeticError)  # ArithmeticError: callbacks.TrainingDiverged
 _NOISE = re.compile(r"Expected a <class 'NoneType'>|Does not validate against any of the Union subtypes")
