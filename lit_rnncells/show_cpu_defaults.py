@@ -5,7 +5,7 @@ import sys
 
 import torch
 
-from .cpu_defaults import SWITCH, keep_freed_memory, threads_for
+from .command.cpu_defaults import SWITCH, keep_freed_memory, threads_for
 
 line = f"threads={torch.get_num_threads()} keep_freed_memory={keep_freed_memory()} {SWITCH}={os.environ.get(SWITCH, '1')}"
 if len(sys.argv) > 2 and sys.argv[1] == "--config":

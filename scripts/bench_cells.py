@@ -54,8 +54,8 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence
 
 from lit_rnncells.nn.backend import let_compile
-from lit_rnncells.benchmark import (SYSTEM_MALLOC_HELP, allocator_setting, compiled_twin, input_macs, interleaved_times,
-                                   markdown_table, round_robin, step_macs, train_step)
+from lit_rnncells.nn.benchmark import (SYSTEM_MALLOC_HELP, allocator_setting, compiled_twin, input_macs, interleaved_times,
+                                       markdown_table, round_robin, step_macs, train_step)
 from lit_rnncells.cells import available_cells, get_cell
 from lit_rnncells.nn import Recurrent
 from lit_rnncells.nn.compiled import use_compiled

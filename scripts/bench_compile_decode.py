@@ -31,7 +31,7 @@ from typing import Any, Dict, List, Sequence
 import torch
 
 from lit_rnncells.nn.backend import let_compile
-from lit_rnncells.benchmark import RowCounter, compile_mode_header, interleaved_times, seconds
+from lit_rnncells.nn.benchmark import RowCounter, compile_mode_header, interleaved_times, seconds
 from lit_rnncells.cells import get_cell
 from lit_rnncells.cells.registry import UnknownCellError
 from lit_rnncells.data import TranslationDataModule

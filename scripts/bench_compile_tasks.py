@@ -31,7 +31,7 @@ from typing import Dict, List, Sequence
 import torch
 from lightning.pytorch import Callback
 
-from lit_rnncells.benchmark import compile_mode_header
+from lit_rnncells.nn.benchmark import compile_mode_header
 
 ROOT = Path(__file__).resolve().parents[1]
 TIMES: Dict[str, List[float]] = {}

@@ -36,8 +36,8 @@ from typing import Callable, Dict, List, Sequence, Tuple
 import torch
 from torch import nn
 
-from lit_rnncells.benchmark import (compile_mode_header, compiled_twin, input_macs, interleaved_times, step_macs,
-                                    train_step)
+from lit_rnncells.nn.benchmark import (compile_mode_header, compiled_twin, input_macs, interleaved_times, step_macs,
+                                       train_step)
 from lit_rnncells.cells import get_cell
 
 Size = Tuple[int, int, int, int]

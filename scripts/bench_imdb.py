@@ -5,7 +5,7 @@ One run trains the reference, then our DocumentClassifier with a GRU at the refe
 reviews' kept tokens, embedding 128, hidden 256, last real state, dropout 0.5, Adam 1e-3, batch 64,
 gradient clip 5, 2,500 training reviews held out, the same number of epochs), then MGU and CARU
 (Chan et al., ICONIP 2020, Fig. 2) at the same sizes. Both programs run with the same number of threads and the same
-glibc allocator setting (``lit_rnncells.benchmark.keep_freed_memory`` here, ``GLIBC_TUNABLES`` for
+glibc allocator setting (``lit_rnncells.nn.benchmark.keep_freed_memory`` here, ``GLIBC_TUNABLES`` for
 the reference's process). Prints a markdown table: test accuracy (the final model, as the reference
 reports), seconds per training epoch, training tokens/s and our/reference ratio, and the two bars
 (our GRU within 1 point of the reference's accuracy or above; tokens/s ratio ≥ 0.9).
@@ -27,8 +27,8 @@ from typing import Any, Dict, List, Optional
 import torch
 from lightning.pytorch import Callback, Trainer, seed_everything
 
-from lit_rnncells.benchmark import (ANCHORS_ENV, GLIBC_KEEP_FREED, SYSTEM_MALLOC_HELP, allocator_setting,
-                                    reference_program, run_reference)
+from lit_rnncells.nn.benchmark import (ANCHORS_ENV, GLIBC_KEEP_FREED, SYSTEM_MALLOC_HELP, allocator_setting,
+                                       reference_program, run_reference)
 from lit_rnncells.data.sentiment import DocumentSentimentDataModule
 from lit_rnncells.tasks import DocumentClassifier
 

@@ -23,7 +23,7 @@ from typing import Dict, List, Optional, Sequence
 ROOT = Path(__file__).resolve().parents[1]
 
 SETTINGS: Dict[str, Dict[str, str]] = {
-    # what the command line does by default (lit_rnncells/cpu_defaults.py): one thread for a small model on
+    # what the command line does by default (lit_rnncells/command/cpu_defaults.py): one thread for a small model on
     # the CPU, glibc keeping freed memory
     "CLI default": {},
     # torch's own defaults: a thread per core, OpenMP threads spin-wait, glibc returns freed memory

@@ -8,7 +8,7 @@ same parameters; and the multiply-accumulates (MACs) per time step, counted with
 ``torch.utils.flop_counter.FlopCounterMode`` around one ``step`` and its ``output``
 (for the reference: over whole blocks of steps, divided by the steps). The variants
 run in turns, one call each per round in a shuffled order, after a warm-up round
-(``lit_rnncells.benchmark.interleaved_times``); the table gives the
+(``lit_rnncells.nn.benchmark.interleaved_times``); the table gives the
 best and the median time of ``--repeats`` rounds, and the fast version's speed-up
 over the reference as the median of the per-round ratios (a round's two variants
 ran under the same machine load) with their range.
@@ -41,7 +41,7 @@ import torch
 from torch import Tensor, nn
 from torch.utils.flop_counter import FlopCounterMode
 
-from lit_rnncells.benchmark import SYSTEM_MALLOC_HELP, allocator_setting, interleaved_times
+from lit_rnncells.nn.benchmark import SYSTEM_MALLOC_HELP, allocator_setting, interleaved_times
 from lit_rnncells.cells import MultiChannel, get_cell
 from lit_rnncells.cells.mcrnn_reference import reference_forward
 from lit_rnncells.nn import Recurrent

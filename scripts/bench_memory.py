@@ -16,7 +16,7 @@ process, whose peak resident memory the kernel reports (``wait4``). A fit of 0 s
 (Python, Lightning, data and model loaded, nothing trained); "training memory" is a fit's peak above it.
 Printed: whether the peak grows with the steps (the last count ÷ the first count above 0; memory held
 after a step must not grow) and the training memory per multiply-add of a token (the cell's input
-projection plus step, :func:`lit_rnncells.benchmark.step_macs`) as a ratio to GRU's (bar: 1.3×).
+projection plus step, :func:`lit_rnncells.nn.benchmark.step_macs`) as a ratio to GRU's (bar: 1.3×).
 
     python scripts/bench_memory.py --fit MuFuRU GRU --fit-steps 0 50 500   # hidden 256, B=32, bptt 100
 """
@@ -36,7 +36,7 @@ from typing import Dict, List, Optional, Sequence
 import torch
 from torch import nn
 
-from lit_rnncells.benchmark import input_macs, step_macs
+from lit_rnncells.nn.benchmark import input_macs, step_macs
 from lit_rnncells.cells import available_cells, get_cell
 from lit_rnncells.nn import Recurrent
 

@@ -24,7 +24,7 @@ from typing import Callable, Dict, List, Optional, Sequence
 import torch
 from torch import Tensor
 
-from lit_rnncells.benchmark import SYSTEM_MALLOC_HELP, allocator_setting, step_macs
+from lit_rnncells.nn.benchmark import SYSTEM_MALLOC_HELP, allocator_setting, step_macs
 from lit_rnncells.cells import GRUDT, CapMZU, GcnMZU, RecurrentCell, SatMZU
 from lit_rnncells.nn import Recurrent
 

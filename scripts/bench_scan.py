@@ -29,7 +29,7 @@ import torch
 from torch import Tensor, nn
 
 from lit_rnncells.nn.backend import let_compile
-from lit_rnncells.benchmark import compiled_twin, interleaved_times, markdown_table, train_step
+from lit_rnncells.nn.benchmark import compiled_twin, interleaved_times, markdown_table, train_step
 from lit_rnncells.cells import get_cell
 from lit_rnncells.cells.base import RecurrentCell, State
 

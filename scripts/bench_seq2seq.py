@@ -8,7 +8,7 @@ only, the softmax reading [decoder state; context; embedding] directly (``attent
 reference's output layer), Bahdanau's attention query s_{t-1} (``attention_query="before"``), random batches
 (``--chunk-batches 1``: no length bucketing, as the reference), Adam 1e-3, gradient clip 1, batch 128, the
 same number of epochs, greedy decoding capped at 2 |src| + 10 like the reference. Both programs run with the
-same number of threads and the same glibc allocator setting (``lit_rnncells.benchmark.keep_freed_memory``
+same number of threads and the same glibc allocator setting (``lit_rnncells.nn.benchmark.keep_freed_memory``
 here, ``GLIBC_TUNABLES`` for the reference's process).
 
 Prints markdown tables:
@@ -44,8 +44,8 @@ from typing import Any, Dict, List, Optional
 import torch
 from lightning.pytorch import Callback, Trainer, seed_everything
 
-from lit_rnncells.benchmark import (ANCHORS_ENV, GLIBC_KEEP_FREED, SYSTEM_MALLOC_HELP, RowCounter, allocator_setting,
-                                    reference_program, run_reference)
+from lit_rnncells.nn.benchmark import (ANCHORS_ENV, GLIBC_KEEP_FREED, SYSTEM_MALLOC_HELP, RowCounter, allocator_setting,
+                                       reference_program, run_reference)
 from lit_rnncells.experiments.report import mean_std
 from lit_rnncells.data import TranslationDataModule
 from lit_rnncells.data.batching import pad_batch

@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from lit_rnncells.experiments.compare import compare  # noqa: E402
+from lit_rnncells.experiments.compare import RunOptions, Selection, compare  # noqa: E402
 
 HIDDEN = "model.init_args.hidden_size"
 
@@ -46,8 +46,8 @@ def main() -> None:
 
     rows = compare(str(ROOT / "configs" / "logic" / "gru.yaml"), args.cells, seeds=args.seeds,
                    budget=f"epochs={args.epochs}", out=args.out, vary=[f"{HIDDEN}={','.join(map(str, args.hidden))}"],
-                   monitor="val/acc", mode="max", extra=["--data.init_args.seed", str(args.data_seed), *extra],
-                   no_wandb=args.no_wandb)
+                   selection=Selection(monitor="val/acc", mode="max"),
+                   runs=RunOptions(extra=["--data.init_args.seed", str(args.data_seed), *extra], no_wandb=args.no_wandb))
     results: dict[tuple[str, int], list[float]] = {}
     for row in rows:
         results.setdefault((row["cell"], int(row[HIDDEN])), []).append(float(row["test/acc"]))

@@ -483,7 +483,7 @@ def test_a_missing_imdb_archive(workdir, capsys):
 def test_a_gpu_trainer_config_on_a_machine_without_a_gpu(workdir, capsys, monkeypatch):
     import torch
 
-    from lit_rnncells import start_checks
+    from lit_rnncells.command import start_checks
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     monkeypatch.setattr(start_checks, "_mps_available", lambda: False)
     expect_error(capsys, workdir, ["fit", "--config", LOGIC, "--config", str(CONFIGS / "trainer" / "multi_gpu.yaml"),
@@ -804,7 +804,7 @@ def test_a_run_folder_another_fit_is_writing_to(workdir, capsys):
     """A folder whose lock another process holds (a fit still training, e.g. an orphaned compare child)."""
     import fcntl
 
-    from lit_rnncells.run_folder import LOCK_NAME
+    from lit_rnncells.command.run_folder import LOCK_NAME
 
     busy = workdir / "busy"
     busy.mkdir()

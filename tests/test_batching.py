@@ -12,7 +12,7 @@ import pytest
 import torch
 from lightning.pytorch import LightningDataModule
 
-from lit_rnncells.callbacks import PredictionWriter
+from lit_rnncells.command.callbacks import PredictionWriter
 from lit_rnncells.data.batching import BucketedBatches, ResumableBatchesMixin, pad_batch
 from lit_rnncells.data.checkpoint_state import datamodule_state, read_checkpoint
 

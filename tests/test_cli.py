@@ -130,7 +130,7 @@ def test_only_a_datamodule_that_resumes_exactly_drops_lightnings_mid_epoch_resum
     from lightning.pytorch import LightningDataModule
 
     from lit_rnncells.data import LanguageModelDataModule
-    from lit_rnncells.quiet import quiet_mid_epoch_resume_warning
+    from lit_rnncells.utils.quiet import quiet_mid_epoch_resume_warning
 
     message = ("You're resuming from a checkpoint that ended before the epoch ended and your dataloader is not "
                "resumable.")

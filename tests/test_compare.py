@@ -24,8 +24,9 @@ PNG = b"\x89PNG\r\n\x1a\n"
 
 def run_sweep(out: Path) -> tuple[list, str]:
     log = io.StringIO()
-    rows = cmp.compare(CONFIG, ["GRU", "MuFuRU"], seeds=[1], budget="epochs=2", out=out, hidden_size=4,
-                       extra=TINY, test_every_epoch=True, env=ENV, log=log)
+    rows = cmp.compare(CONFIG, ["GRU", "MuFuRU"], seeds=[1], budget="epochs=2", out=out,
+                       matching=cmp.Matching(hidden_size=4),
+                       runs=cmp.RunOptions(extra=TINY, test_every_epoch=True, env=ENV), log=log)
     return rows, log.getvalue()
 
 
@@ -105,8 +106,9 @@ def test_a_resumable_run_started_with_other_settings_is_refused_and_kept(sweep, 
     try:
         with pytest.raises(cmp.CompareError, match=r"holds an unfinished run, resumable from .*last\.ckpt, that was "
                                                    r"started with other settings \(budget\); rerun with the settings"):
-            cmp.compare(CONFIG, ["GRU", "MuFuRU"], seeds=[1], budget="epochs=3", out=out, hidden_size=4, extra=TINY,
-                        test_every_epoch=True, env=ENV, log=log)
+            cmp.compare(CONFIG, ["GRU", "MuFuRU"], seeds=[1], budget="epochs=3", out=out,
+                        matching={"hidden_size": 4}, runs={"extra": TINY, "test_every_epoch": True, "env": ENV},
+                        log=log)
         assert (run / "checkpoints" / "last.ckpt").is_file()
         assert "compare: [" not in log.getvalue()  # refused before any run started
     finally:
@@ -155,8 +157,9 @@ def test_budget_and_grid_syntax():
 def test_a_steps_budget_shorter_than_an_epoch_still_validates_and_keeps_a_best_checkpoint(tmp_path):
     """320 formulas at batch 32 are 10 steps an epoch; a budget of 3 steps validates at step 3."""
     log = io.StringIO()
-    rows = cmp.compare(CONFIG, ["GRU"], seeds=[1], budget="steps=3", out=tmp_path, hidden_size=4,
-                       extra=TINY + ["--data.init_args.train_size", "320"], env=ENV, log=log)
+    rows = cmp.compare(CONFIG, ["GRU"], seeds=[1], budget="steps=3", out=tmp_path,
+                       matching=cmp.Matching(hidden_size=4),
+                       runs=cmp.RunOptions(extra=TINY + ["--data.init_args.train_size", "320"], env=ENV), log=log)
     assert len(rows) == 1, log.getvalue()
     result = json.loads((tmp_path / rows[0]["run_id"] / "result.json").read_text())
     assert result["steps"] == 3 and result["checkpoint"]
@@ -208,7 +211,7 @@ def test_a_resumed_run_keeps_writing_last_ckpt_beside_a_config_checkpoint_on_the
     Lightning overwrites it rather than writing last-v1.ckpt beside a last.ckpt left at the resumed step."""
     from lightning.pytorch.callbacks import ModelCheckpoint
 
-    from lit_rnncells.callbacks import RunnerCheckpoint
+    from lit_rnncells.command.callbacks import RunnerCheckpoint
     from lit_rnncells.data.checkpoint_state import read_checkpoint
 
     own = {"class_path": "lightning.pytorch.callbacks.ModelCheckpoint",

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from lit_rnncells import compare as cmp
-from lit_rnncells import run_folder
+from lit_rnncells.command import run_folder
 from lit_rnncells.experiments.compare import runner
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,7 +42,8 @@ def test_two_jobs_write_the_same_runs_summary_and_curves_as_one(tmp_path):
     for jobs in (1, 2):
         logs[jobs] = io.StringIO()
         rows = cmp.compare(CONFIG, ["GRU", "MuFuRU"], seeds=[1, 2], budget="epochs=2", out=tmp_path / f"jobs{jobs}",
-                           hidden_size=4, extra=TINY, no_wandb=True, env=ENV, log=logs[jobs], jobs=jobs)
+                           matching=cmp.Matching(hidden_size=4), runs=cmp.RunOptions(extra=TINY, no_wandb=True, env=ENV),
+                           launch=cmp.Launch(jobs=jobs), log=logs[jobs])
         assert len(rows) == 4, logs[jobs].getvalue()
     one, two = without_timings(tmp_path / "jobs1"), without_timings(tmp_path / "jobs2")
     assert [r["run_id"] for r in one[0]] == ["GRU-h4-s1", "GRU-h4-s2", "MuFuRU-h4-s1", "MuFuRU-h4-s2"]  # the plan's

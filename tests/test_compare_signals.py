@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Callable
 
 from lit_rnncells import compare as cmp
-from lit_rnncells import run_folder
+from lit_rnncells.command import run_folder
 from lit_rnncells.experiments.curves import read_curves
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -13,7 +13,7 @@ import wandb
 import yaml
 
 from lit_rnncells.cli import main as cli_main
-from lit_rnncells.loggers import DefaultWandbLogger
+from lit_rnncells.utils.loggers import DefaultWandbLogger
 from tests.test_sentiment_data import config_data_args
 
 REPO = Path(__file__).resolve().parents[1]

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from lit_rnncells.cli import main
-from lit_rnncells.cpu_defaults import SMALL_MODEL_PARAMETERS, threads_for
+from lit_rnncells.command.cpu_defaults import SMALL_MODEL_PARAMETERS, threads_for
 
 ROOT = Path(__file__).resolve().parents[1]
 LOGIC = str(ROOT / "configs" / "logic" / "mufuru.yaml")

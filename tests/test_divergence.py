@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from lit_rnncells.callbacks import DIVERGENCE_PATIENCE, FiniteGuard, TrainingDiverged
+from lit_rnncells.command.callbacks import DIVERGENCE_PATIENCE, FiniteGuard, TrainingDiverged
 from lit_rnncells.cli import run
 
 ROOT = Path(__file__).resolve().parents[1]

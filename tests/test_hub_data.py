@@ -20,7 +20,7 @@ from lit_rnncells.data import AspectSentimentDataModule, DocumentSentimentDataMo
 from lit_rnncells.data import TranslationDataModule, hub, imdb, semeval
 from lit_rnncells.data import language_model as lm_data
 from lit_rnncells.data import translation as tr
-from lit_rnncells.errors import user_message
+from lit_rnncells.command.errors import user_message
 
 from .hub_stub import (COMMIT, HubStub, LoadDatasetSpy, gigaword_rows, imdb_rows, pair_rows, ptb_rows, reset_sessions,
                        semeval_rows, sst2_rows, text_rows, translation_rows)

@@ -15,17 +15,16 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = "lit_rnncells"
 
 LAYERS: List[Tuple[str, Tuple[str, ...]]] = [
-    # Helpers that import nothing of the package above them: argument checks, paths, logging, metrics.
-    ("helpers", ("arguments", "paths", "quiet", "progress", "metrics", "rouge155", "loggers")),
+    # Helpers that import nothing of the package above them: argument checks, paths, logging; the metrics.
+    ("helpers", ("utils", "metrics")),
     ("cells", ("cells",)),
-    # The package's own __init__ exports Recurrent; benchmark.py measures cells and the layer for scripts/.
-    ("nn", ("nn", "", "benchmark")),
+    # The package's own __init__ exports Recurrent; nn/benchmark.py measures cells and the layer for scripts/.
+    ("nn", ("nn", "")),
     ("data", ("data",)),
     ("tasks", ("tasks",)),
-    # The training command (cli.main) and what only it uses: start checks, the run folder, callbacks, errors,
-    # CPU defaults. Experiments run the training command, so they come after it.
-    ("cli", ("cli", "start_checks", "run_folder", "callbacks", "errors", "cpu_defaults", "slurm_tasks",
-             "deprecated_names")),
+    # The training command: its entry point cli.py (main, run) and its machinery in command/ (the LightningCLI,
+    # start checks, the run folder, callbacks, errors, CPU defaults). Experiments run it, so they come after it.
+    ("cli", ("cli", "command")),
     ("experiments", ("experiments",)),
     ("analysis", ("analysis",)),
     # Entry points (python -m ...): nothing imports them.
@@ -152,3 +151,10 @@ def test_the_check_finds_a_planted_circle_and_an_upward_import(tmp_path):
     assert "circle: lit_rnncells.nn.compiled <-> lit_rnncells.nn.recurrent" in found
     assert ("lit_rnncells.cells.classic (cells) imports lit_rnncells.tasks.base (tasks), a later layer"
             in found)
+
+
+def test_the_top_level_holds_only_entry_points():
+    """Helpers live in utils/, metrics/ and command/ (issue 32): the package's own folder keeps its ``__init__``
+    and the modules ``python -m`` (or the ``lit-rnncells`` script) runs."""
+    top = {p.stem for p in (ROOT / PACKAGE).glob("*.py")}
+    assert top == {"__init__", "__main__", "cli", "compare", "reproduce", "leaderboard", "show_cpu_defaults"}

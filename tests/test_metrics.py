@@ -119,7 +119,7 @@ def test_multi_reference_rouge_equals_rouge_score_called_directly() -> None:
 
 def test_several_references_are_pooled_by_default() -> None:
     from lit_rnncells.metrics import rouge_corpus
-    from lit_rnncells.rouge155 import pooled_rouge
+    from lit_rnncells.metrics.rouge155 import pooled_rouge
 
     scores, signature = rouge_corpus(DOCS_HYPS, DOCS_REFS)  # several references: ROUGE-1.5.5's -f A
     assert scores == pytest.approx(pooled_rouge(DOCS_HYPS, DOCS_REFS))

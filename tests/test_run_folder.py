@@ -10,7 +10,7 @@ from typing import Dict
 
 import pytest
 
-from lit_rnncells import run_folder
+from lit_rnncells.command import run_folder
 from lit_rnncells.cli import run
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -44,7 +44,7 @@ def test_benchmarks_keep_freed_memory_on_glibc():
     """The benchmarks' allocator setting takes effect where glibc is the C library (here)."""
     import platform
 
-    code = "from lit_rnncells.benchmark import allocator_setting as a; print(a(False)); print(a(True))"
+    code = "from lit_rnncells.nn.benchmark import allocator_setting as a; print(a(False)); print(a(True))"
     out = run_script("-c", code).splitlines()
     expected = "malloc keeps freed memory" if platform.libc_ver()[0] == "glibc" else "system malloc defaults"
     assert out == [expected, "system malloc defaults"]
@@ -119,7 +119,7 @@ def test_step_breakdown_finds_the_products_and_the_compiled_calls_parts_in_the_p
     and nothing compiled; a compiled step has products, call overhead and fused kernels."""
     import torch
 
-    from lit_rnncells.benchmark import compiled_twin, train_step
+    from lit_rnncells.nn.benchmark import compiled_twin, train_step
 
     bench = _bench_cells_module()
     x = torch.randn(2, 5, 8)

@@ -1,12 +1,12 @@
 """One model on the tasks ``srun`` starts (issue 31, item 3): Lightning's SLURMEnvironment makes each task a DDP
-rank, and the trainer config is made to agree with srun (lit_rnncells/slurm_tasks.py)."""
+rank, and the trainer config is made to agree with srun (lit_rnncells/command/slurm_tasks.py)."""
 from __future__ import annotations
 
 
 import pytest
 
-from lit_rnncells.run_folder import choose
-from lit_rnncells.slurm_tasks import agree_with_srun, global_rank
+from lit_rnncells.command.run_folder import choose
+from lit_rnncells.command.slurm_tasks import agree_with_srun, global_rank
 
 from .slurm_cluster import slurm  # noqa: F401  (the fixture)
 from .test_reliability import assert_ddp_matches_one_process
@@ -76,7 +76,7 @@ def test_lightnings_srun_hint_is_dropped_outside_a_slurm_job_only(monkeypatch, i
     job (a login node, a workstation), a hint worth keeping inside one."""
     import warnings
 
-    from lit_rnncells.quiet import quiet_known_noise
+    from lit_rnncells.utils.quiet import quiet_known_noise
 
     monkeypatch.delenv("SLURM_JOB_ID", raising=False)
     if in_a_job:

@@ -1,4 +1,4 @@
-"""What the command line checks and says before work starts (lit_rnncells/start_checks.py): a GPU trainer
+"""What the command line checks and says before work starts (lit_rnncells/command/start_checks.py): a GPU trainer
 config on a machine without a GPU is one error line; every run names its parameter count and device; a
 GPU-sized model on a CPU gets a warning with the options that shrink it."""
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 import torch
 from lightning.pytorch import Trainer
 
-from lit_rnncells import start_checks
+from lit_rnncells.command import start_checks
 from lit_rnncells.experiments.param_match import count_parameters
 from lit_rnncells.cli import run
 from lit_rnncells.tasks import LanguageModel

@@ -8,7 +8,7 @@ import pkgutil
 import sys
 from typing import List, Optional
 
-from ..paths import check_output_file
+from ..utils.paths import check_output_file
 from . import common
 
 

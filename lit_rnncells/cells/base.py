@@ -19,7 +19,7 @@ import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
 
-from ..arguments import check_positive, check_probability  # kept importable from here
+from ..utils.arguments import check_positive, check_probability  # kept importable from here
 
 State = Union[Tensor, Tuple[Tensor, ...]]
 """A cell's recurrent state: one tensor or a tuple of tensors, batch first."""

@@ -18,7 +18,7 @@ from lightning.pytorch.utilities import rank_zero_warn
 from torch import Tensor
 from torch.utils.data import DataLoader, IterableDataset
 
-from ..arguments import check_positive
+from ..utils.arguments import check_positive
 
 Batch = Dict[str, Any]
 
@@ -200,7 +200,7 @@ class ResumableBatchesMixin:
     """
 
     batch_size: int
-    resumes_mid_epoch = True  # a checkpoint saved mid-epoch resumes exactly (lit_rnncells.quiet)
+    resumes_mid_epoch = True  # a checkpoint saved mid-epoch resumes exactly (lit_rnncells.utils.quiet)
 
     def _resume_store(self) -> Dict[str, Any]:
         store = self.__dict__.get("_resumable")

@@ -260,7 +260,7 @@ class LanguageModelDataModule(SplitCheckMixin, LightningDataModule):
     known for the CLI's links) and saved in checkpoints with the training position.
     """
 
-    resumes_mid_epoch = True  # a checkpoint saved mid-epoch resumes at its next window (lit_rnncells.quiet)
+    resumes_mid_epoch = True  # a checkpoint saved mid-epoch resumes at its next window (lit_rnncells.utils.quiet)
 
     def __init__(self, dataset: DatasetName = "ptb_char", data_dir: Optional[str] = None,
                  level: Optional[Literal["char", "word"]] = None, batch_size: int = 64, eval_batch_size: int = 10,

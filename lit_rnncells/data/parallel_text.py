@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
-from ..paths import check_no_blank_lines, read_stdin, read_text_file
+from ..utils.paths import check_no_blank_lines, read_stdin, read_text_file
 from . import hub
 from .known import KNOWN, Dataset
 from .split_check import PARALLEL_FILES

@@ -25,7 +25,7 @@ from typing import Any, Callable, Dict, List, Literal, Optional, Sequence, Tuple
 import torch
 from torch import Tensor
 
-from ..arguments import check_positive
+from ..utils.arguments import check_positive
 from . import imdb, semeval, sst
 from .batching import pad_batch
 from .check import Bound, bind

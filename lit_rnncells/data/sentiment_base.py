@@ -13,8 +13,8 @@ from lightning.pytorch import LightningDataModule
 from torch import Tensor
 from torch.utils.data import DataLoader
 
-from ..arguments import check_positive
-from ..paths import check_no_blank_lines, read_stdin, read_text_file
+from ..utils.arguments import check_positive
+from ..utils.paths import check_no_blank_lines, read_stdin, read_text_file
 from .batching import BucketedBatches, LengthBucketsMixin, ResumableBatchesMixin, batch_loader
 from .check import SplitCheckMixin
 from .checkpoint_state import datamodule_state

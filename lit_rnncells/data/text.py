@@ -21,7 +21,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from ..paths import check_output_folder
+from ..utils.paths import check_output_folder
 
 UNK = "<unk>"
 EOS = "<eos>"  # line end of word-level corpora; character corpora keep "\n" as a symbol

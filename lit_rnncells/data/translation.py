@@ -47,7 +47,7 @@ from lightning.pytorch.utilities import rank_zero_info
 from torch import Tensor
 from torch.utils.data import DataLoader
 
-from ..arguments import apply_deprecated_names, check_positive, group_as_dict, option_group
+from ..utils.arguments import apply_deprecated_names, check_positive, group_as_dict, option_group
 from . import duc
 from .check import SplitCheckMixin
 from .batching import BucketedBatches, LengthBucketsMixin, ResumableBatchesMixin, batch_loader, pad_batch

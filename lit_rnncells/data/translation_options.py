@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Optional
 
-from ..arguments import check_positive
+from ..utils.arguments import check_positive
 
 DEFAULT_MAX_INPUT_LENGTH = 1024
 """The longest source (subwords) accepted at validate / test / predict time unless ``max_input_length`` says."""

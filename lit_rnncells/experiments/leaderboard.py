@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
-from ..paths import check_output_file, check_output_folder
+from ..utils.paths import check_output_file, check_output_folder
 from . import compare as runner
-from .compare import Budget, CompareError, check_cell, compare
+from .compare import Budget, CompareError, Launch, Matching, RunOptions, check_cell, compare
 from .compare.cli import OneLineParser
 from .compare.launchers import slurm_launcher
 from .compare.slurm_settings import add_slurm_options
@@ -160,9 +160,9 @@ def run_plan(plan: Plan, env: Optional[Dict[str, str]] = None, log: Any = None,
               flush=True)
         task_failed: List[str] = []
         rows = compare(str(task.config_path), plan.cells, seeds=plan.seeds, budget=plan.budgets[task.name],
-                       out=plan.out / task.name, match_params=plan.targets[task.name], extra=list(task.extra),
-                       no_wandb=True, env=env, log=log, failed=task_failed, launcher=launchers[task.name],
-                       jobs=plan.jobs)
+                       out=plan.out / task.name, matching=Matching(match_params=plan.targets[task.name]),
+                       runs=RunOptions(extra=list(task.extra), no_wandb=True, env=env),
+                       launch=Launch(launcher=launchers[task.name], jobs=plan.jobs), log=log, failed=task_failed)
         if failed is not None:
             failed += [f"{task.name}/{run_id}" for run_id in task_failed]
         results.append(TaskResult(task, rows, plan.out / task.name, str(plan.budgets[task.name]),

@@ -15,7 +15,8 @@ import yaml
 
 from .compare import mode_of
 from .paper_scale import SCALES, PaperScale
-from .reproduce import LM_SMALL, PAPERS, ROOT, Experiment
+from .papers import LM_SMALL, PAPERS, Experiment
+from .reproduce import ROOT
 
 
 @dataclass(frozen=True)
@@ -24,7 +25,7 @@ class Task:
 
     ``metric`` is the ``runs.csv`` column compared (a test metric of the best-validation checkpoint), shown times
     ``scale``; ``match_params`` the parameter target at the CPU size (``CELL@HIDDEN`` or a number); ``extra`` the
-    CLI arguments of the CPU size; ``figure`` the ``(paper, experiment)`` of :data:`reproduce.PAPERS` whose paper
+    CLI arguments of the CPU size; ``figure`` the ``(paper, experiment)`` of :data:`papers.PAPERS` whose paper
     values are shown beside ours."""
 
     name: str

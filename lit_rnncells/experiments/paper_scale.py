@@ -1,5 +1,5 @@
 """The papers' sizes for ``python -m lit_rnncells.reproduce <paper> --scale paper``, beside the CPU-scale settings of
-:data:`lit_rnncells.experiments.reproduce.PAPERS`.
+:data:`lit_rnncells.experiments.papers.PAPERS`.
 
 Each experiment runs from the paper-size config its cells are written for (``configs/lm/ptb_char_*.yaml`` and so
 on), with every cell and seed of it **at once on one GPU**, as separate processes sharing it
@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from ..paths import check_output_folder
+from ..utils.paths import check_output_folder
 from .compare import CompareError, LocalLauncher, parse_vary
 from .compare.runner import visible_gpus
 
@@ -30,7 +30,7 @@ MZU_DT = "zones=4,filter_size=1000,transition_depth=1,share_transition=true,laye
 @dataclasses.dataclass(frozen=True)
 class PaperScale:
     """What an experiment changes at the paper's sizes: the paper-size config, its full budget and cells; ``fields``
-    are further :class:`~lit_rnncells.experiments.reproduce.Experiment` fields to replace."""
+    are further :class:`~lit_rnncells.experiments.papers.Experiment` fields to replace."""
 
     config: str
     budget: str
@@ -68,7 +68,7 @@ scale (their section says so)."""
 
 def paper_only_experiments(paper: str, Experiment: Callable[..., Any]) -> List[Any]:
     """Experiments only run at the paper's size (no CPU counterpart): CARU's Multi30k translation (Table 2), as
-    ``Experiment`` (:class:`lit_rnncells.experiments.reproduce.Experiment`)."""
+    ``Experiment`` (:class:`lit_rnncells.experiments.papers.Experiment`)."""
     if paper != "caru":
         return []
     return [Experiment(

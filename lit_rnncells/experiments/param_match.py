@@ -23,7 +23,7 @@ import torch
 from ..cells.registry import get_cell
 from ..nn.parameters import count_parameters  # kept importable from here
 from ..cli import main
-from ..quiet import no_lightning_info
+from ..utils.quiet import no_lightning_info
 
 CellSpec = Union[str, Dict[str, Any]]
 """A registered cell name, or ``{"class_path": name, "init_args": {...}}`` (cells that need options)."""

@@ -9,7 +9,7 @@ import statistics
 from pathlib import Path
 from typing import Any, Dict, List, Sequence, Tuple
 
-from ..loggers import wandb_configured
+from ..utils.loggers import wandb_configured
 
 RESULT_FILE = "result.json"
 CURVES_FILE = "curves.json"

@@ -5,6 +5,7 @@ command runs them, or reads them when the runs have finished (the runner skips f
 only writes the report), and writes a markdown page with the paper's figure beside ours, the settings
 and the budget, and whether the paper's ordering of the cells shows. Reading (``--read-only``) never replaces
 the results an existing report holds with "Not run yet": an experiment without finished runs keeps its section.
+The papers and their experiments are :mod:`.papers`; the paper-size runs (``--scale paper``) :mod:`.paper_scale`.
 
     python -m lit_rnncells.reproduce mzu --out runs/reproduce --report runs/reproduce/mzu.md
     python -m lit_rnncells.reproduce mufuru --experiments logic_fig1a --read-only
@@ -17,201 +18,19 @@ import re
 import shutil
 import statistics
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from ..paths import check_output_file, check_output_folder
+from ..utils.paths import check_output_file, check_output_folder
 from . import paper_scale
-from .compare import CompareError, Interrupted, Launcher, LocalLauncher, compare
+from .compare import (CompareError, Interrupted, Launch, Launcher, LocalLauncher, Matching, RunOptions,
+                      compare)
 from .compare.launchers import slurm_launcher
 from .compare.slurm_settings import add_slurm_options
+from .papers import COMPILED, LM_SMALL, MZU_PTB, NOTES, PAPERS, Experiment  # noqa: F401  (importable here)
 from .report import CURVES_FILE, RESULT_FILE, curve_groups, plot_curves, row_of
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@dataclass(frozen=True)
-class Experiment:
-    """One comparison of a paper at a CPU budget, and the paper's figure for each cell.
-
-    ``cells`` maps the runner's cell spec to the paper's name for it; ``paper`` maps the paper's names to
-    its reported value (``None``: not reported); ``metric`` is the runs.csv column compared, shown times
-    ``scale``; ``lower_is_better`` orders the cells."""
-
-    name: str
-    title: str
-    config: str
-    cells: Dict[str, str]
-    paper: Dict[str, Optional[float]]
-    metric: str
-    lower_is_better: bool
-    budget: str
-    seeds: int = 3
-    scale: float = 1.0
-    match_params: Optional[str] = None
-    hidden_size: Optional[int] = None
-    vary: Tuple[str, ...] = ()
-    extra: Tuple[str, ...] = ()
-    test_every_epoch: bool = False
-    paper_setting: str = ""
-    our_setting: str = ""
-    claimed_best: Optional[str] = None
-    """Where the paper gives no numbers: the cell it reports best (the verdict checks ours against it)."""
-
-
-LM_SMALL = ("--model.init_args.embedding_size", "64", "--model.init_args.regularization.dropout", "0.0",
-            "--data.init_args.batch_size", "32", "--data.init_args.bptt", "100",
-            "--trainer.val_check_interval", "100", "--trainer.limit_val_batches", "40")
-MZU_PTB = "transition_depth=1,share_transition=true,layer_norm=true,candidate_dropout=0.5"
-"""The MZU paper's PTB settings beyond the cells' defaults (4 zones, 2 capsules, 3 routing iterations, λ = 1):
-one shared t-MZU, layer normalisation, dropout 0.5 on the candidate activation."""
-COMPILED = ("--model.init_args.compile", "true")
-"""The compiled recurrence (``Recurrent(compile=True)``): the same values as eager, faster for the MZU cells."""
-
-PAPERS: Dict[str, Tuple[str, List[Experiment]]] = {
-    "mzu": ("MZU: Multi-Zone Unit "
-             "(Meng, Zhang, Liu & Zhou, *Multi-Zone Unit for Recurrent Neural Networks*, AAAI 2020)", [
-        Experiment(
-            name="ptb_char", title="PTB character LM, test BPC (Table 1)",
-            config="configs/lm/ptb_char_gru.yaml",
-            cells={"GRU": "GRU", "GRUDT(transition_depth=1,share_transition=true)": "GRU+DT",
-                   f"SatMZU({MZU_PTB})": "satMZU+DT", f"GcnMZU({MZU_PTB})": "gcnMZU+DT",
-                   f"CapMZU({MZU_PTB})": "capMZU+DT"},
-            paper={"GRU": 1.269, "GRU+DT": 1.208, "satMZU+DT": 1.189, "gcnMZU+DT": 1.183, "capMZU+DT": 1.181},
-            metric="test/bpc", lower_is_better=True, budget="epochs=1", match_params="GRU@256",
-            extra=LM_SMALL + COMPILED,
-            paper_setting="embedding 256, hidden 800, filter 1000, batch 256, BPTT 150, Adam 1e-3, clip 5; MZUs "
-                          "with 4 zones, 2 capsules, 3 routing iterations, λ = 1, one t-MZU sharing the "
-                          "M-functions, layer normalisation and dropout 0.5 on the candidate activation; GRUs "
-                          "also with dropout and layer normalisation (footnote 3; where, not said); epochs not given",
-            our_setting="the paper's cell settings (MZUs: 4 zones, 2 capsules, 3 routing iterations, λ = 1, "
-                        "`share_transition`, `layer_norm`, `candidate_dropout=0.5`; GRU+DT with one shared "
-                        "transition GRU; our GRU cells have no layer norm or candidate-dropout option, so the "
-                        "GRUs train without either, and no other dropout is applied to any cell), Adam 1e-3, clip "
-                        "5; at the CPU budget: parameters matched to a GRU of 256 (≈263k), filter size = hidden "
-                        "size, embedding 64, batch 32, BPTT 100, one epoch (1,568 steps), validation every 100 "
-                        "steps on 40 batches, the best tested; `compile: true` (on CPU the MZU cells compile, the "
-                        "others keep their eager step: docs/measured.md; values are eager's either way)"),
-        Experiment(
-            name="absa_restaurants", title="SemEval-2014 Restaurants (DS), test accuracy % (Table 6)",
-            config="configs/classification/absa_restaurants_gru_dt.yaml",
-            cells={"GRUDT": "GRU+DT",
-                   "CapMZU(transition_depth=1,layer_norm=true,candidate_dropout=0.5)": "capMZU+DT"},
-            paper={"GRU+DT": 78.25, "capMZU+DT": 79.40}, metric="test/acc", scale=100.0,
-            lower_is_better=False, budget="epochs=8", match_params="GRUDT@64",
-            extra=("--model.init_args.embedding_size", "100", "--model.init_args.pretrained_embeddings", "null",
-                   "--data.init_args.batch_size", "32"),
-            paper_setting="capMZU+DT (4 zones, 2 capsules, 3 routing iterations, λ = 1) against GRU+DT, Bi-RNN, "
-                          "mean pooling, aspect embedding concatenated, 5 runs; layer normalisation and candidate "
-                          "dropout are stated for the language models only; no ABSA sizes, dropout rates or schedule "
-                          "given",
-            our_setting="capMZU+DT with the paper's cell settings and, our choice where the paper is silent, "
-                        "layer normalisation and candidate dropout 0.5 (the PTB rate), unshared transition (the "
-                        "paper shares on PTB only); GRU+DT as a plain deep-transition GRU (no layer norm option); "
-                        "dropout 0.5, Adam 1e-3, batch 32, clip 5 from the config; no pretrained vectors (none "
-                        "on this machine), embedding 100, parameters matched to a GRU+DT of 64, 8 epochs, best "
-                        "validation accuracy tested"),
-    ]),
-    "mufuru": ("MuFuRU: Multi-Function Recurrent Unit "
-             "(Weissenborn & Rocktäschel, *MuFuRU: The Multi-Function Recurrent Unit*, arXiv:1606.03002)", [
-        Experiment(
-            name="logic_fig1a", title="Propositional logic, test accuracy % on 11-20 gates (Fig. 1a)",
-            config="configs/logic/gru.yaml", cells={"GRU": "GRU", "MuFuRU": "MuFuRU"},
-            paper={"GRU": None, "MuFuRU": None}, metric="test/acc", scale=100.0, lower_is_better=False,
-            budget="epochs=100", vary=("model.init_args.hidden_size=4,8",), claimed_best="MuFuRU",
-            paper_setting="1,000 training formulas of 5-10 gates, 1,000 test formulas of 11-20 gates, 100 epochs, "
-                          "Adam with β1 = 0, β2 = 0.999 (all its experiments), the 7 operations of its Table 1; "
-                          "the figure shows MuFuRU of size 8 near 100% and the GRU lower at small sizes "
-                          "(no numbers in the text); no embedding size, batch size or learning rate given",
-            our_setting="the paper's data, epochs, operations and Adam (β1 = 0, β2 = 0.999); where it is silent, "
-                        "our choice: embedding 32, batch 32, learning rate 1e-3, clip 5, 200 validation formulas; "
-                        "hidden 4 and 8, 3 seeds; compared at equal hidden size as in the paper's figure, where "
-                        "MuFuRU has about twice the GRU's parameters"),
-        Experiment(
-            name="logic_regime", title="Propositional logic, harder regime: test accuracy % on 21-40 gates",
-            config="configs/logic/gru.yaml", cells={"GRU": "GRU", "MuFuRU": "MuFuRU"},
-            paper={"GRU": None, "MuFuRU": None}, metric="test/acc", scale=100.0, lower_is_better=False,
-            budget="epochs=100", seeds=3,
-            vary=("data.init_args.train_size=100,1000", "data.init_args.test_gates=[21,40]",
-                  "model.init_args.hidden_size=2,4,8"),
-            paper_setting="not in the paper: our search for the regime where the cells differ",
-            our_setting="100 or 1,000 training formulas of 5-10 gates, test on 21-40 gates, hidden 2/4/8, 3 seeds"),
-    ]),
-    "caru": ("CARU: Content-Adaptive Recurrent Unit "
-             "(Chan, Ke & Im, *CARU: A Content-Adaptive Recurrent Unit for the Transition of Hidden State in NLP*, ICONIP 2020)", [
-        Experiment(
-            name="imdb", title="IMDB, test accuracy % (Fig. 2)", config="configs/classification/imdb_gru.yaml",
-            cells={"GRU": "GRU", "MGU": "MGU", "CARU": "CARU"}, paper={"GRU": None, "MGU": None, "CARU": None}, claimed_best="CARU",
-            metric="test/acc", scale=100.0, lower_is_better=False, budget="epochs=3", seeds=1, hidden_size=128,
-            test_every_epoch=True,
-            extra=("--model.init_args.embedding_size", "64", "--data.init_args.max_length", "200",
-                   "--data.init_args.truncation", "head", "--trainer.limit_test_batches", "100"),
-            paper_setting="embedding 100 (pretrained), hidden 256, batch 100 shuffled, Adam 1e-3, a linear layer and "
-                          "softmax on the last hidden state, no other layers, 100 epochs; Fig. 2 shows CARU highest "
-                          "(values only in the plot); no review length, vocabulary or dropout given",
-            our_setting="the paper's training settings (batch 100 shuffled, Adam 1e-3, the last hidden state read "
-                        "out, no dropout or other layers); where it is silent, our choice: every word of the training "
-                        "reviews in the vocabulary, no gradient clipping; at the CPU budget embedding 64 (random: no pretrained "
-                        "vectors on this machine), hidden 128, reviews cut to their first 200 tokens, 3 epochs, "
-                        "test on the first 10,000 test reviews, 1 seed"),
-    ]),
-    "mcrnn": ("MC-RNN: multi-channel multi-block RNN "
-             "(Xu, Huang, Wang, Wang & Liu, *Modeling Local Dependence in Natural Language with Multi-Channel Recurrent Neural Networks*, AAAI 2019)", [
-        Experiment(
-            name="ptb_word", title="PTB word LM, test perplexity (Table 4, AWD-LSTM setup)",
-            config="configs/lm/ptb_word_awd_lstm.yaml",
-            cells={"LSTM": "AWD-LSTM", "MultiChannel(cell=LSTM,block_size=4)": "MC-RNN-3"},
-            paper={"AWD-LSTM": 58.8, "MC-RNN-3": 56.9}, metric="test/ppl", lower_is_better=True,
-            budget="epochs=6", seeds=3, match_params="LSTM@128",
-            extra=("--model.init_args.num_layers", "1", "--model.init_args.tie_weights", "false",
-                   "--model.init_args.embedding_size", "128", "--trainer.val_check_interval", "100",
-                   "--trainer.limit_val_batches", "40") + COMPILED,
-            paper_setting="AWD-LSTM's setup (Merity et al. 2018): 3 layers, 1150 hidden, 400 embedding, tied "
-                          "weights, DropConnect 0.5 on the hidden-to-hidden weights, dropout 0.4 / 0.25 / 0.4 / 0.1 "
-                          "(output / between layers / input / embedding), AR 2, TAR 1, SGD lr 30 with NT-ASGD, "
-                          "weight decay 1.2e-6, clip 0.25, batch 20, variable BPTT around 70, 750+ epochs; MC-RNN-3 "
-                          "is block size 4 (3 channels); the paper names no other MC-RNN setting",
-            our_setting="AWD-LSTM's regularisers and optimiser as above (configs/lm/ptb_word_awd_lstm.yaml: "
-                        "DropConnect 0.5, dropouts 0.4 / 0.4 / 0.1, AR 2, TAR 1, SGD 30, NT-ASGD, weight decay, "
-                        "clip 0.25, batch 20, variable BPTT 70); at the CPU budget one layer, untied (tying fixes "
-                        "the one layer's size to the embedding's, which parameter matching needs free), "
-                        "parameters matched to an LSTM of 128, embedding 128, six epochs (about 4,000 steps), "
-                        "validation every 100 steps on 40 batches, 3 seeds; the recurrence compiled (MC-RNN; the "
-                        "LSTM runs fused)"),
-    ]),
-}
-
-
-NOTES: Dict[str, str] = {
-    "caru": """## Multi30k De→En, test BLEU (Tables 1–2), measured by `scripts/bench_seq2seq.py`
-
-Not a runner experiment: `LIT_RNNCELLS_DATA=<data folder> python scripts/bench_seq2seq.py --epochs 1 --cells GRU
-MGU CARU` trains each cell one epoch at embedding 128 / hidden 256 beside the plain-PyTorch reference
-(settings and the full table in [../measured.md](../measured.md)). One seed.
-
-| cell | paper (test BLEU-4 ×100) | ours, 1 epoch (greedy sacreBLEU) | parameters |
-|---|---|---|---|
-| GRU | 29.21 | 13.08 | 10,835,008 |
-| MGU | 28.49 | 12.40 | 10,407,488 |
-| CARU | 31.99 | **13.28** | 10,407,488 |
-
-Paper: CARU > GRU > MGU. Ours: CARU > GRU > MGU. The paper's ordering **shows** (one seed, one epoch: the
-gaps are within what a seed can move).
-""",
-    "mcrnn": """## IWSLT14 De-En (Table 2) and Gigaword (Table 3)
-
-Not run at a CPU budget: the configs (`configs/seq2seq/iwslt14_de_en_{lstm,mcrnn3}.yaml`,
-`gigaword_{lstm,mcrnn3}.yaml`) train at the paper's sizes, which need GPUs; this machine's copies of the
-training sets are samples. Paper: IWSLT14 test BLEU LSTM 31.03, MC-RNN-3 32.23; Gigaword ROUGE-1/2/L LSTM
-34.65/16.13/32.24.
-""",
-    "mufuru": """## PTB word LM (§4.3) and SST (Fig. 1c)
-
-Not run at a CPU budget yet: `configs/lm/ptb_word_{gru,mufuru}.yaml` (paper: test perplexity GRU 123.0,
-MuFuRU 119.7) and `configs/classification/sst2_{gru,mufuru}.yaml` (this machine has no SST copy).
-""",
-}
 
 
 def summarise(rows: List[Dict[str, Any]], exp: Experiment) -> List[Dict[str, Any]]:
@@ -349,9 +168,10 @@ def run_experiment(exp: Experiment, folder: Path, log: Any,
                    launcher: Optional[Launcher] = None) -> List[Dict[str, Any]]:
     """Run (or reuse the finished runs of) one experiment's comparison in ``folder``; the rows of its runs.csv."""
     return compare(str(ROOT / exp.config) if not Path(exp.config).is_absolute() else exp.config, list(exp.cells),
-                   seeds=exp.seeds, budget=exp.budget, out=folder, match_params=exp.match_params,
-                   hidden_size=exp.hidden_size, vary=list(exp.vary), extra=list(exp.extra),
-                   test_every_epoch=exp.test_every_epoch, no_wandb=True, log=log, launcher=launcher)
+                   seeds=exp.seeds, budget=exp.budget, out=folder, vary=list(exp.vary),
+                   matching=Matching(match_params=exp.match_params, hidden_size=exp.hidden_size),
+                   runs=RunOptions(extra=list(exp.extra), test_every_epoch=exp.test_every_epoch, no_wandb=True),
+                   launch=Launch(launcher=launcher), log=log)
 
 
 def cpu_header(paper: str, title: str) -> List[str]:

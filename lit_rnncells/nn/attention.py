@@ -21,7 +21,7 @@ import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
 
-from ..arguments import check_positive
+from ..utils.arguments import check_positive
 
 ATTENTION_KINDS = ("additive", "dot", "general")
 

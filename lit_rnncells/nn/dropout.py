@@ -18,7 +18,7 @@ from torch import Tensor, nn
 from torch.func import functional_call
 from torch.nn import functional as F
 
-from ..arguments import check_probability
+from ..utils.arguments import check_probability
 
 
 def _check_p(p: float, name: str = "p") -> float:

@@ -9,7 +9,7 @@ import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
 
-from ..arguments import check_positive, check_probability
+from ..utils.arguments import check_positive, check_probability
 from ..cells.base import CellFactory, RecurrentCell, State
 from ..cells.registry import get_cell
 from .backend import Plan, check_backend, check_cell, entry, resolve, say_choice

@@ -14,7 +14,7 @@ from torch import Tensor
 from ..cells.base import CellFactory
 from ..cells.registry import get_cell
 from ..data.checkpoint_state import reopen_cut_epoch
-from ..loggers import log_grouped_hyperparameters
+from ..utils.loggers import log_grouped_hyperparameters
 from ..nn.backend import check_backend
 from ..nn.recurrent import Recurrent
 
@@ -124,7 +124,7 @@ class RecurrentTask(LightningModule):
                 "lr_scheduler": {"scheduler": scheduler, "monitor": self.scheduler_monitor}}
 
     # Hyperparameters: every task saves its own with ``save_hyperparameters(..., logger=False)`` and every
-    # DataModule likewise; they are logged here, grouped as model/... and data/... (see loggers.py), at the
+    # DataModule likewise; they are logged here, grouped as model/... and data/... (see utils/loggers.py), at the
     # start of each run, where Lightning would log them merged. Subclasses overriding these hooks call super().
     def _log_hyperparameters(self) -> None:
         if self._trainer is not None:

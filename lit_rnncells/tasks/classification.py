@@ -25,7 +25,7 @@ from torch import Tensor, nn
 from torch.nn import functional as F
 from torchmetrics.classification import MulticlassAccuracy, MulticlassF1Score
 
-from ..arguments import check_positive, check_probability
+from ..utils.arguments import check_positive, check_probability
 from ..data.embeddings import load_pretrained_vectors
 from .base import CellSpec, RecurrentTask, cell_config
 from .logic import last_real_output

@@ -20,7 +20,7 @@ from lightning.pytorch.utilities import rank_zero_info, rank_zero_warn
 from torch import Tensor, nn
 from torch.nn import functional as F
 
-from ..arguments import apply_deprecated_names, check_positive, group_as_dict, option_group
+from ..utils.arguments import apply_deprecated_names, check_positive, group_as_dict, option_group
 from ..cells.base import State
 from ..data.language_model import check_vocabulary
 from ..data.text import Vocabulary, VocabularyMismatchError

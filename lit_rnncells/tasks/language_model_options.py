@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from ..arguments import check_positive, check_probability
+from ..utils.arguments import check_positive, check_probability
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from torch import Tensor, nn
 from torch.nn import functional as F
 from torchmetrics.classification import MulticlassAccuracy
 
-from ..arguments import check_positive
+from ..utils.arguments import check_positive
 from .base import CellSpec, RecurrentTask, cell_config
 
 

@@ -38,7 +38,7 @@ from lightning.pytorch.utilities import rank_zero_info
 from torch import Tensor, nn
 from torch.nn import functional as F
 
-from ..arguments import check_positive, check_probability
+from ..utils.arguments import check_positive, check_probability
 from ..cells.base import RecurrentCell, State
 from ..nn.attention import ATTENTION_KINDS, Attention
 from ..nn.beam_search import Hypothesis, SearchConfig, search, select_batch

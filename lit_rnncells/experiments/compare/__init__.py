@@ -19,12 +19,14 @@ The package, by concern:
 - :mod:`.runner`: :func:`run_specs` and the :class:`Launcher` interface with its :class:`LocalLauncher`
   (its docstring says how to add a launcher, e.g. one that submits each run to Slurm);
 - :mod:`.child`: the child process of one run (:func:`run_child`);
+- :mod:`.options`: :func:`compare`'s option groups (matching, selection, runs, launch);
 - :mod:`.sweep`: :func:`compare`, which plans, runs and writes the outputs;
 - :mod:`.cli`: the command line (:func:`main`).
 """
 from ..report import CURVES_FILE, RESULT_FILE
 from .child import child_main, run_child, validate_within_budget
 from .cli import OneLineParser, build_parser, error_exit, main
+from .options import DEPRECATED_NAMES, GROUPS, Launch, Matching, RunOptions, Selection
 from .folders import (RESUME_FILES, check_resumable, prepare_folder, refuse_other_settings, resume_checkpoint,
                       spec_differences)
 from .planning import (BUDGET_KINDS, LOWER_IS_BETTER, Budget, CompareError, RunSpec, cell_label, check_arguments,
@@ -32,7 +34,8 @@ from .planning import (BUDGET_KINDS, LOWER_IS_BETTER, Budget, CompareError, RunS
 from .runner import Interrupted, Job, Launcher, LocalLauncher, forwarding_signals, launch, run_specs
 from .sweep import compare
 
-__all__ = ["BUDGET_KINDS", "CURVES_FILE", "LOWER_IS_BETTER", "RESULT_FILE", "RESUME_FILES", "Budget", "CompareError",
+__all__ = ["BUDGET_KINDS", "CURVES_FILE", "DEPRECATED_NAMES", "GROUPS", "Launch", "Matching", "RunOptions",
+           "Selection", "LOWER_IS_BETTER", "RESULT_FILE", "RESUME_FILES", "Budget", "CompareError",
            "Interrupted", "Job", "Launcher", "LocalLauncher", "OneLineParser", "RunSpec", "build_parser",
            "cell_label", "check_arguments", "check_cell", "check_resumable", "child_main", "compare",
            "default_monitor", "error_exit", "forwarding_signals", "launch", "main", "mode_of", "parse_vary", "plan",

@@ -112,7 +112,7 @@ def record_epoch_tests(folder: Path, trainer: Any, model: Any, datamodule: Any, 
 def add_callbacks(spec: RunSpec, trainer: Any) -> tuple:
     """The runner's callbacks on ``trainer``: the best-``monitor`` checkpoint, the learning curves, the in-budget
     validation and (with ``test_every_epoch``) a checkpoint per epoch; returns ``(best, curves, per_epoch)``."""
-    from ...callbacks import RunnerCheckpoint
+    from ...command.callbacks import RunnerCheckpoint
     from ..curves import LearningCurves
 
     folder = Path(spec.folder)
@@ -176,7 +176,7 @@ def run_child(spec: RunSpec, ckpt_path: Optional[str] = None, time_limit: Option
 def child_main(argv: List[str]) -> int:
     """``--child SPEC_JSON [--ckpt_path CKPT] [--time_limit SECONDS]``: run one spec; on SIGTERM / Ctrl-C (its
     checkpoint saved) exit with the interrupted status the callbacks set."""
-    from ... import callbacks
+    from ...command import callbacks
 
     options = dict(zip(argv[2::2], argv[3::2]))  # --ckpt_path CKPT, --time_limit SECONDS
     time_limit = float(options["--time_limit"]) if "--time_limit" in options else None

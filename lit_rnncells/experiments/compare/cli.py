@@ -5,10 +5,11 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
-from ... import run_folder
+from ...command import run_folder
 from .child import child_main
+from .options import Launch, Matching, RunOptions, Selection, argument_group
 from .planning import CompareError
 from .runner import Interrupted
 from .launchers import slurm_launcher
@@ -28,6 +29,8 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The command line's parser: the plan's options, then one argument group per option group of
+    :func:`.sweep.compare` (:mod:`.options`: matching, selection, runs, launch)."""
     ap = OneLineParser(allow_abbrev=False, prog="python -m lit_rnncells.compare", description=DESCRIPTION,
                        epilog="Arguments after -- go to the CLI of every run unchanged. See docs/compare.md.")
     ap.add_argument("--config", required=True, help="the task config every run starts from")
@@ -37,25 +40,42 @@ def build_parser() -> argparse.ArgumentParser:
     seeds.add_argument("--seeds", type=int, default=3, help="run seeds 1..N (default 3)")
     seeds.add_argument("--seed-list", type=int, nargs="+", help="run exactly these seeds")
     ap.add_argument("--budget", default="epochs=10", help="epochs=N, steps=N (optimiser steps) or time=SECONDS")
-    size = ap.add_mutually_exclusive_group()
-    size.add_argument("--match-params", help="target parameter count: a number or CELL@HIDDEN (e.g. GRU@256)")
-    size.add_argument("--hidden-size", type=int, help="one hidden size for every cell")
     ap.add_argument("--vary", action="append", default=[], metavar="KEY=V1,V2",
                     help="grid over a CLI key (repeatable), e.g. data.init_args.train_size=100,300,1000")
-    ap.add_argument("--monitor", help="validation metric of the kept checkpoint and the curves "
-                                      "(default val/acc; val/loss for language models and seq2seq)")
-    ap.add_argument("--mode", choices=("min", "max"), help="whether lower or higher --monitor is better "
-                                                           "(default from its name)")
-    ap.add_argument("--test-every-epoch", action="store_true",
-                    help="also test each epoch's checkpoint (test metric per epoch, CARU Fig. 2)")
-    ap.add_argument("--no-wandb", action="store_true", help="runs log nothing (--trainer.logger false)")
-    ap.add_argument("--jobs", type=int, default=1, metavar="N",
-                    help="runs at once (default 1): each gets its own GPU, round-robin over the visible ones, or "
-                         "its share of the CPU cores")
     ap.add_argument("--out", default="runs/compare", help="folder of the runs and the outputs")
     ap.add_argument("--child", help=argparse.SUPPRESS)
-    add_slurm_options(ap)
+    add_group_options(ap)
     return ap
+
+
+def add_group_options(ap: argparse.ArgumentParser) -> None:
+    """The options of compare's groups, each in the argument group of its dataclass (--help shows them so)."""
+    size = argument_group(ap, "matching").add_mutually_exclusive_group()
+    size.add_argument("--match-params", help="target parameter count: a number or CELL@HIDDEN (e.g. GRU@256)")
+    size.add_argument("--hidden-size", type=int, help="one hidden size for every cell")
+    selection = argument_group(ap, "selection")
+    selection.add_argument("--monitor", help="validation metric of the kept checkpoint and the curves "
+                                             "(default val/acc; val/loss for language models and seq2seq)")
+    selection.add_argument("--mode", choices=("min", "max"), help="whether lower or higher --monitor is better "
+                                                                  "(default from its name)")
+    runs = argument_group(ap, "runs")
+    runs.add_argument("--test-every-epoch", action="store_true",
+                      help="also test each epoch's checkpoint (test metric per epoch, CARU Fig. 2)")
+    runs.add_argument("--no-wandb", action="store_true", help="runs log nothing (--trainer.logger false)")
+    launch = argument_group(ap, "launch")
+    launch.add_argument("--jobs", type=int, default=1, metavar="N",
+                        help="runs at once (default 1): each gets its own GPU, round-robin over the visible ones, "
+                             "or its share of the CPU cores")
+    add_slurm_options(ap, launch)
+
+
+def groups_of(args: argparse.Namespace, extra: Sequence[str], out: Path) -> Dict[str, Any]:
+    """compare's option groups from the parsed command line (``extra``: the arguments after ``--``); a Slurm
+    launcher is built, and checked against the cluster, here."""
+    launcher = slurm_launcher(args, out) if args.launcher == "slurm" else None
+    return {"matching": Matching(args.match_params, args.hidden_size), "selection": Selection(args.monitor, args.mode),
+            "runs": RunOptions(list(extra), args.test_every_epoch, args.no_wandb),
+            "launch": Launch(launcher, args.jobs)}
 
 
 def error_exit(message: str) -> int:
@@ -92,10 +112,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 0 if stop.code == 0 else 2
     failed: List[str] = []
     try:
-        launcher = slurm_launcher(args, Path(args.out)) if args.launcher == "slurm" else None
-        rows = compare(args.config, args.cells, args.seed_list or args.seeds, args.budget, args.out,
-                       args.match_params, args.hidden_size, args.vary, args.monitor, args.mode, extra,
-                       args.test_every_epoch, args.no_wandb, failed=failed, jobs=args.jobs, launcher=launcher)
+        rows = compare(args.config, args.cells, args.seed_list or args.seeds, args.budget, args.out, vary=args.vary,
+                       failed=failed, **groups_of(args, extra, Path(args.out)))
     except CompareError as error:
         return error_exit(str(error))
     except Interrupted as stop:

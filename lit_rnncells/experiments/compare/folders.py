@@ -8,7 +8,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from ... import run_folder
+from ...command import run_folder
 from ..report import RESULT_FILE
 from .planning import CompareError, RunSpec
 

@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import yaml
 
 from ...cells.registry import cell_options, get_cell
-from ...errors import no_option_message, user_message
+from ...command.errors import no_option_message, user_message
 from ..param_match import Match, ParamCounter, cell_name
 
 BUDGET_KINDS = ("epochs", "steps", "time")

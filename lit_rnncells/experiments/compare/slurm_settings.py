@@ -75,9 +75,11 @@ def time_minutes(text: str, option: str) -> int:
     return -(-total // 60)
 
 
-def add_slurm_options(parser: argparse.ArgumentParser) -> None:
-    """The launcher options of ``compare`` / ``reproduce``."""
-    group = parser.add_argument_group("launcher (docs/compare.md, 'On a Slurm cluster')")
+def add_slurm_options(parser: argparse.ArgumentParser, group: Any = None) -> None:
+    """The launcher options of ``compare`` / ``reproduce``, in ``group`` (an argument group of ``parser``; default
+    a new one)."""
+    group = group if group is not None else parser.add_argument_group("launcher (docs/compare.md, 'On a Slurm "
+                                                                      "cluster')")
     group.add_argument("--launcher", choices=("local", "slurm"), default="local",
                        help="local: runs on this machine; slurm: one Slurm job per run, through submitit")
     group.add_argument("--slurm-config", metavar="FILE.yaml",

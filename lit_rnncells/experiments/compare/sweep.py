@@ -6,13 +6,15 @@ import json
 import re
 import sys
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
-from ...paths import check_output_folder
+from ...utils.arguments import apply_deprecated_names, option_group
+from ...utils.paths import check_output_folder
 from ..report import curve_groups, log_to_wandb, plot_curves, row_of, summary_markdown, write_csv
 from ..param_match import cell_name
 from .planning import Budget, CompareError, check_arguments, check_cell, default_monitor, mode_of, parse_vary, plan
-from .runner import Launcher, LocalLauncher, run_specs
+from .options import DEPRECATED_NAMES, GROUPS, Launch, Matching, RunOptions, Selection
+from .runner import LocalLauncher, run_specs
 
 CellSpec = Union[str, Dict[str, Any]]
 
@@ -91,20 +93,51 @@ def write_outputs(out: Path, config: str, budget: Budget, monitor: str, grid_key
 
 
 def compare(config: str, cells: Sequence[CellSpec], seeds: Union[int, Sequence[int]] = 3,
-            budget: Union[str, Budget] = "epochs=10", out: Union[str, Path] = "runs/compare",
-            match_params: Optional[Union[int, str]] = None, hidden_size: Optional[int] = None,
-            vary: Sequence[str] = (), monitor: Optional[str] = None, mode: Optional[str] = None,
-            extra: Sequence[str] = (), test_every_epoch: bool = False, no_wandb: bool = False,
-            env: Optional[Dict[str, str]] = None, log: Any = None,
-            failed: Optional[List[str]] = None, launcher: Optional[Launcher] = None,
-            jobs: int = 1) -> List[Dict[str, Any]]:
+            budget: Union[str, Budget] = "epochs=10", out: Union[str, Path] = "runs/compare", *,
+            vary: Sequence[str] = (), matching: Union[Matching, Mapping[str, Any], None] = None,
+            selection: Union[Selection, Mapping[str, Any], None] = None,
+            runs: Union[RunOptions, Mapping[str, Any], None] = None,
+            launch: Union[Launch, Mapping[str, Any], None] = None, log: Any = None,
+            failed: Optional[List[str]] = None, **deprecated: Any) -> List[Dict[str, Any]]:
     """Run (or reuse the finished runs of) a comparison and write its CSV, table and plots; the CSV's rows.
 
     ``seeds`` is a count (seeds 1..N) or a list; ``cells`` are names or ``Name(key=value,...)`` strings or
-    ``{class_path, init_args}`` dicts. Failed runs are reported on ``log``, left out of the rows and their ids
-    appended to ``failed`` when given; ``log`` defaults to the current ``sys.stderr``. ``launcher`` runs the
-    runs (default: a :class:`.runner.LocalLauncher` running ``jobs`` at once on this machine)."""
+    ``{class_path, init_args}`` dicts; ``vary`` the grid (``KEY=V1,V2`` each). The option groups
+    (:mod:`.options`): ``matching`` (hidden sizes), ``selection`` (the monitored metric), ``runs`` (what every run
+    gets) and ``launch`` (the launcher, default a :class:`.runner.LocalLauncher` running ``launch.jobs`` at once on
+    this machine); the flat names of before (``hidden_size=``, ``jobs=``, ...) still work, with one deprecation
+    line each. Failed runs are reported on ``log`` (default: the current ``sys.stderr``), left out of the rows and
+    their ids appended to ``failed`` when given."""
     log = sys.stderr if log is None else log
+    groups = apply_deprecated_names("compare", DEPRECATED_NAMES, deprecated, {
+        name: option_group(GROUPS[name], value, name)
+        for name, value in (("matching", matching), ("selection", selection), ("runs", runs), ("launch", launch))})
+    matching, selection, runs, launch = (groups[n] for n in ("matching", "selection", "runs", "launch"))
+    check_input(config, out)
+    cells = check_cells(cells)
+    launcher = launch.launcher or LocalLauncher(launch.jobs)
+    budget = budget if isinstance(budget, Budget) else Budget.parse(budget)
+    grid = parse_vary(vary)
+    check_match_params(matching.match_params, matching.hidden_size, grid)
+    seed_list = check_seeds(seeds)
+    monitor, mode = monitor_and_mode(config, selection)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    match_params = None if matching.match_params is None else str(matching.match_params)
+    specs = plan(config, cells, seed_list, budget, out, grid, matching.hidden_size, match_params, monitor, mode,
+                 runs.extra, runs.test_every_epoch, runs.no_wandb, log)
+    check_arguments(specs)
+    failed = [] if failed is None else failed
+    results = run_specs(specs, runs.env, log, failed, launcher)
+    rows = write_outputs(out, config, budget, monitor, [k for k, _ in grid], results, runs.no_wandb)
+    if failed:
+        print(f"compare: {len(failed)} of {len(specs)} runs failed ({', '.join(failed)}); rerun the same command "
+              "to retry them (finished runs are kept).", file=log, flush=True)
+    return rows
+
+
+def check_input(config: str, out: Union[str, Path]) -> None:
+    """The config exists and the output folder can be written (one :class:`.planning.CompareError` if not)."""
     if not Path(config).is_file():
         raise CompareError(f"The config {config!r} does not exist; pass the path of a task config, e.g. "
                            "configs/logic/gru.yaml.")
@@ -112,26 +145,12 @@ def compare(config: str, cells: Sequence[CellSpec], seeds: Union[int, Sequence[i
         check_output_folder(out, "--out")
     except OSError as error:
         raise CompareError(str(error)) from None
-    cells = check_cells(cells)
-    launcher = launcher or LocalLauncher(jobs)
-    budget = budget if isinstance(budget, Budget) else Budget.parse(budget)
-    grid = parse_vary(vary)
-    check_match_params(match_params, hidden_size, grid)
-    seed_list = check_seeds(seeds)
+
+
+def monitor_and_mode(config: str, selection: Selection) -> Tuple[str, str]:
+    """The monitored metric (default: the config's task's) and whether lower or higher is better."""
+    monitor, mode = selection.monitor, selection.mode
     if monitor is None:
         monitor, default_mode = default_monitor(config)
         mode = mode or default_mode
-    mode = mode or mode_of(monitor)
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    specs = plan(config, cells, seed_list, budget, out, grid, hidden_size,
-                 None if match_params is None else str(match_params), monitor, mode, extra, test_every_epoch,
-                 no_wandb, log)
-    check_arguments(specs)
-    failed = [] if failed is None else failed
-    results = run_specs(specs, env, log, failed, launcher)
-    rows = write_outputs(out, config, budget, monitor, [k for k, _ in grid], results, no_wandb)
-    if failed:
-        print(f"compare: {len(failed)} of {len(specs)} runs failed ({', '.join(failed)}); rerun the same command "
-              "to retry them (finished runs are kept).", file=log, flush=True)
-    return rows
+    return monitor, mode or mode_of(monitor)

@@ -8,7 +8,7 @@
   optionally on the first ``max_bytes`` bytes of hypothesis and references (ROUGE-1.5.5 ``-b 75``, the DUC-2004
   task 1 rule). Two ways to score several references (``multiref``):
 
-  - ``"pooled"``: ROUGE-1.5.5's default ``-f A`` (:mod:`lit_rnncells.rouge155`): hits and reference n-grams
+  - ``"pooled"``: ROUGE-1.5.5's default ``-f A`` (:mod:`lit_rnncells.metrics.rouge155`): hits and reference n-grams
     summed over all references of a document, as the published DUC-2004 tables (``-m -b 75 -n 2``) score;
   - ``"best"``: Google's ``rouge-score`` (Porter stemming) against each reference, keeping per metric the
     reference with the best F1 (its ``score_multi``); recall and precision are that reference's. With several
@@ -110,7 +110,7 @@ def rouge_signature(nrefs: str, stemmer: bool = True, max_bytes: Optional[int] =
     if multiref == "pooled":
         return "|".join([f"nrefs:{nrefs}", "multiref:pooled(rouge-1.5.5 -f A)",
                          f"stem:{'porter+wordnet' if stemmer else 'none'}", trunc, "avg:document",
-                         "impl:lit_rnncells.rouge155"])
+                         "impl:lit_rnncells.metrics.rouge155"])
     return "|".join([f"nrefs:{nrefs}", "multiref:best-f1-per-metric", f"stem:{'porter' if stemmer else 'none'}",
                      trunc, "avg:sentence", f"rouge-score:{_package_version('rouge-score')}"])
 

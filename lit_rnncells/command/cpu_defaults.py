@@ -11,7 +11,7 @@
   other cure for spinning, made the runs alone 1.65–1.89× slower, so it is not set. Your own ``OMP_NUM_THREADS``
   (or ``torch.set_num_threads``-style setting through it) always wins. ``LIT_RNNCELLS_CPU_DEFAULTS=0`` costs
   2.5× the time beside one busy process, and far more on a crowded machine (docs/measured.md).
-* glibc's malloc keeps freed memory (:func:`lit_rnncells.benchmark.keep_freed_memory`) instead of
+* glibc's malloc keeps freed memory (:func:`lit_rnncells.nn.benchmark.keep_freed_memory`) instead of
   returning each step's activations to the OS and page-faulting them back in (measured on the seq2seq
   reference, which ran at 50% system time without it).
 """
@@ -22,7 +22,7 @@ from typing import Optional
 
 import torch
 
-from .benchmark import keep_freed_memory as keep
+from ..nn.benchmark import keep_freed_memory as keep
 
 SWITCH = "LIT_RNNCELLS_CPU_DEFAULTS"
 SMALL_MODEL_PARAMETERS = 1_000_000

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-from .paths import check_output_folder
+from ..utils.paths import check_output_folder
 from .slurm_tasks import global_rank
 
 try:  # POSIX; without it (Windows) a run folder is not locked

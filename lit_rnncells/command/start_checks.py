@@ -11,8 +11,8 @@ from typing import Any, List, Optional, TextIO
 import torch
 from lightning.pytorch import LightningModule, Trainer
 
-from .nn.parameters import count_parameters
-from .paths import check_not_an_input, check_output_folder
+from ..nn.parameters import count_parameters
+from ..utils.paths import check_not_an_input, check_output_folder
 
 GPU_SIZED_PARAMETERS = 20_000_000
 """Above this many parameters a model is "GPU-sized": on a CPU one training step takes seconds to minutes."""

@@ -12,8 +12,8 @@ from lightning.pytorch import LightningModule, Trainer
 from lightning.pytorch.callbacks import BasePredictionWriter, Callback, ModelCheckpoint
 from lightning.pytorch.utilities.exceptions import SIGTERMException
 
-from .paths import check_output_file
-from .progress import plural
+from ..utils.paths import check_output_file
+from ..utils.progress import plural
 
 
 class PredictionWriter(BasePredictionWriter):

@@ -15,9 +15,9 @@ import re
 from pathlib import Path
 from typing import Iterator, List, Optional, Sequence
 
-from .cells.registry import available_cells, cell_options, get_cell, no_option_message  # noqa: F401
+from ..cells.registry import available_cells, cell_options, get_cell, no_option_message  # noqa: F401
 
-PACKAGE_DIR = Path(__file__).resolve().parent
+PACKAGE_DIR = Path(__file__).resolve().parents[1]  # lit_rnncells/ (this file is in lit_rnncells/command/)
 USER_ERRORS = (ValueError, TypeError, FileNotFoundError, NotADirectoryError, IsADirectoryError, KeyError,
                ArithmeticError)  # ArithmeticError: callbacks.TrainingDiverged
 _NOISE = re.compile(r"Expected a <class 'NoneType'>|Does not validate against any of the Union subtypes")
@@ -100,12 +100,12 @@ _CLASS_GIVEN = re.compile(r"Problem with given class_path '([\w.]+)'|dot import 
 def _known_classes(key: str) -> List[str]:
     """The task classes (``model``) or DataModules (``data``) the package ships, by short name."""
     if key == "model":
-        from . import tasks
-        from .tasks.base import RecurrentTask
+        from .. import tasks
+        from ..tasks.base import RecurrentTask
 
         return sorted(n for n in tasks.__all__ if isinstance(getattr(tasks, n), type)
                       and issubclass(getattr(tasks, n), RecurrentTask) and n != "RecurrentTask")
-    from . import data
+    from .. import data
 
     return sorted(n for n in data.__all__ if n.endswith("DataModule"))
 

@@ -2,7 +2,7 @@
 
 A task or DataModule whose options moved into groups (``Seq2Seq``'s ``decoding``, ...) lists its old names in
 a class attribute ``DEPRECATED_NAMES`` (old name → ``group.field``). Python calls and checkpoints reach the
-constructor, which regroups them itself (:func:`lit_rnncells.arguments.apply_deprecated_names`); the command
+constructor, which regroups them itself (:func:`lit_rnncells.utils.arguments.apply_deprecated_names`); the command
 line's parser knows only the new names, so this module rewrites the old ones before it parses:
 
 * ``--model.init_args.beam_size 5`` (or ``--model.beam_size=5``) on the command line, by :func:`rewrite_argv`;
@@ -22,10 +22,10 @@ import yaml
 from jsonargparse import get_loader, set_loader
 from lightning.pytorch import LightningDataModule
 
-from .arguments import regroup_flat_mapping
-from .tasks.base import RecurrentTask
-from . import data as _data  # noqa: F401  (the DataModules, so their classes are found by name)
-from . import tasks as _tasks  # noqa: F401
+from ..utils.arguments import regroup_flat_mapping
+from ..tasks.base import RecurrentTask
+from .. import data as _data  # noqa: F401  (the DataModules, so their classes are found by name)
+from .. import tasks as _tasks  # noqa: F401
 
 PARSER_MODE = "lit_rnncells_yaml"
 """The parser mode of the command line: jsonargparse's YAML loader, then :func:`rewrite_config`."""
@@ -53,6 +53,18 @@ def class_named(class_path: str) -> Optional[Type[Any]]:
     return None
 
 
+MOVED_MODULES: Dict[str, str] = {f"lit_rnncells.{old}": f"lit_rnncells.{new}" for old, new in (
+    ("loggers", "utils.loggers"), ("callbacks", "command.callbacks"))}
+"""Modules a config's ``class_path`` may name that moved (the run folder's config.yaml of an earlier release names
+``DefaultWandbLogger`` by its old module): old → new, rewritten silently when a config is loaded."""
+
+
+def moved_class_path(class_path: str) -> str:
+    """``class_path`` with a module of :data:`MOVED_MODULES` replaced by where it is now."""
+    module, _, name = class_path.rpartition(".")
+    return f"{MOVED_MODULES[module]}.{name}" if module in MOVED_MODULES else class_path
+
+
 def deprecated_names(cls: Optional[type]) -> Mapping[str, str]:
     """A class's old flat names (old → ``group.field``); empty for a class without groups."""
     return getattr(cls, "DEPRECATED_NAMES", {}) if cls is not None else {}
@@ -65,6 +77,8 @@ def rewrite_config(value: Any) -> Any:
     if not isinstance(value, dict):
         return value
     value = {k: rewrite_config(v) for k, v in value.items()}
+    if isinstance(value.get("class_path"), str):
+        value["class_path"] = moved_class_path(value["class_path"])
     init_args = value.get("init_args")
     if isinstance(value.get("class_path"), str) and isinstance(init_args, dict):
         cls = class_named(value["class_path"])

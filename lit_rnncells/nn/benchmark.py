@@ -16,9 +16,9 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tupl
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from .cells.base import CellFactory, RecurrentCell
-from .nn.compiled import MODE_VARIABLE, compile_mode
-from .nn import Recurrent
+from ..cells.base import CellFactory, RecurrentCell
+from .compiled import MODE_VARIABLE, compile_mode
+from . import Recurrent
 
 
 def step_macs(cell: RecurrentCell) -> int:
@@ -79,7 +79,7 @@ def keep_freed_memory() -> bool:
 
 
 SYSTEM_MALLOC_HELP = ("keep glibc's default of returning freed memory to the OS "
-                      "(see lit_rnncells.benchmark.keep_freed_memory)")
+                      "(see lit_rnncells.nn.benchmark.keep_freed_memory)")
 
 
 def allocator_setting(system_malloc: bool) -> str:

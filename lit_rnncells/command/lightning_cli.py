@@ -1,0 +1,428 @@
+"""The training command's LightningCLI (:class:`LitRNNCellsCLI`) and what it uses: the config callback, the parser, the
+checks of ``--ckpt_path`` against the config, the metric table and the fit's summary. The entry point
+(``main`` / ``run`` / ``console_main``) is :mod:`lit_rnncells.cli`."""
+from __future__ import annotations
+
+import importlib
+import inspect
+import os
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Union
+
+import torch
+from lightning.pytorch import LightningModule, Trainer
+from lightning.pytorch.accelerators import CPUAccelerator
+from lightning.pytorch.callbacks import ProgressBar
+from lightning.pytorch.cli import LightningArgumentParser, LightningCLI, SaveConfigCallback
+from lightning.pytorch.utilities import rank_zero_warn
+
+from .. import cells as _cells  # noqa: F401  (registers cells so short class names resolve)
+from .. import data as _data  # noqa: F401
+from .. import tasks as _tasks  # noqa: F401
+from .cpu_defaults import threads_for
+from .callbacks import (DIVERGENCE_PATIENCE, DIVERGENCE_THRESHOLD, FiniteGuard, InterruptCheckpoint,
+                        PredictionWriter)
+from ..data.checkpoint_state import ignored_options_warning, read_checkpoint
+from ..utils.progress import LineProgress, wants_line_progress
+from ..utils.quiet import quiet_mid_epoch_resume_warning
+from .deprecated_names import class_named, deprecated_names
+from .start_checks import (check_accelerator, check_output_paths, check_predict_output, check_validation_interval,
+                           report_start)
+from . import run_folder as _run_folder
+from .slurm_tasks import agree_with_srun, global_rank
+
+PROG = "python -m lit_rnncells"
+"""How usage lines name the command line."""
+# Sizes that come from the data flow into the model when the model has a parameter of that name.
+DATA_TO_MODEL_LINKS = ("vocab_size", "num_classes", "pad_id", "source_vocab_size", "target_vocab_size",
+                       "bos_id", "eos_id")
+
+
+def unused_path(path: Path) -> Path:
+    """``path``, or ``stem-v1.suffix``, ``-v2``, ... if it exists (never overwrite an earlier run's file)."""
+    version = 0
+    candidate = path
+    while candidate.exists():
+        version += 1
+        candidate = path.with_name(f"{path.stem}-v{version}{path.suffix}")
+    return candidate
+
+
+def run_directory(trainer: Trainer) -> Path:
+    """The folder of this run: where its checkpoints go (``<logger dir>/<version>/checkpoints``) or, without
+    checkpointing, the logger's folder or ``default_root_dir``."""
+    checkpoint = trainer.checkpoint_callback
+    if checkpoint is not None and getattr(checkpoint, "dirpath", None):
+        return Path(checkpoint.dirpath)
+    return Path(trainer.log_dir or trainer.default_root_dir)
+
+
+class LoggerConfigCallback(SaveConfigCallback):
+    """Saves the full config of a fit into its run folder (``config.yaml``; ``config-resume-N.yaml`` for the N-th
+    resume into the same folder: nothing of an earlier fit is overwritten), and into the logger (the W&B run
+    config). ``test`` / ``validate`` / ``predict`` write no files. ``folder`` and ``filename`` are set by the
+    command line (:mod:`lit_rnncells.command.run_folder`); without them the config goes beside the checkpoints."""
+
+    saved_to: Optional[Path] = None
+    folder: Optional[Path] = None
+    filename: Optional[str] = None
+
+    def setup(self, trainer: Trainer, pl_module: LightningModule, stage: str) -> None:
+        if stage == "fit" and trainer.is_global_zero:
+            self.save_config(trainer, pl_module, stage)
+
+    def save_config(self, trainer: Trainer, pl_module: LightningModule, stage: str) -> None:
+        for logger in trainer.loggers:
+            logger.log_hyperparams({"config": self.parser.dump(self.config, skip_none=False, format="json")})
+
+    def on_fit_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
+        """Checkpoint folders are resolved by now (ModelCheckpoint.setup ran)."""
+        if self.saved_to is not None:
+            return
+        folder = self.folder or run_directory(trainer)  # on every rank: trainer.log_dir may broadcast
+        if trainer.is_global_zero:
+            folder.mkdir(parents=True, exist_ok=True)
+            self.saved_to = unused_path(folder / (self.filename or self.config_filename))
+            self.parser.save(self.config, str(self.saved_to), skip_none=False, multifile=False)
+
+
+class ProgArgumentParser(LightningArgumentParser):
+    """Usage lines say ``python -m lit_rnncells`` (not ``__main__.py``), in ``--help`` and in the parsers
+    jsonargparse builds for ``--model.help`` and the like."""
+
+    def __init__(self, *args: Any, prog: Optional[str] = None, **kwargs: Any) -> None:
+        super().__init__(*args, prog=prog or PROG, **kwargs)
+
+
+BATCH_LIMITS = ("limit_train_batches", "limit_val_batches", "limit_test_batches", "limit_predict_batches")
+
+
+def read_batch_limits_as_counts_first(parser: LightningArgumentParser) -> None:
+    """``--trainer.limit_val_batches 1`` means one batch, as Lightning documents (an int is a count, a float a
+    fraction). The Trainer annotates these options ``Union[float, int, None]``, so the parser read ``1`` as
+    ``1.0``, i.e. all batches; with the int tried first, ``1`` is one batch and ``1.0`` / ``0.5`` stay fractions."""
+    for action in parser._actions:
+        hint = getattr(action, "_typehint", None)  # jsonargparse's ActionTypeHint keeps the type here
+        if hint is not None and action.dest.rsplit(".", 1)[-1] in BATCH_LIMITS and action.dest.startswith("trainer."):
+            action._typehint = Optional[Union[int, float]]
+
+
+class LitRNNCellsCLI(LightningCLI):
+    """LightningCLI with subclass modes, data→model links and the W&B default logger.
+
+    Adds ``--test_after_fit`` (run ``test`` on the fitted model at the end of ``fit``).
+    """
+
+    def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
+        parser.add_argument("--test_after_fit", type=bool, default=False,
+                            help="After fit, evaluate the final model on the test split.")
+        parser.add_argument("--predict_output", type=Optional[str], default=None,
+                            help="predict: write one line per input line, in input order, to this file "
+                                 "(default: standard output).")
+        parser.add_argument("--untrained", type=bool, default=False,
+                            help="predict: allow predicting with an untrained model (no --ckpt_path).")
+        parser.add_argument("--run_dir", type=Optional[str], default=None,
+                            help="fit: the run's folder (config, checkpoints, logs). Default: a new "
+                                 "<trainer.default_root_dir or runs>/<YYYYmmdd-HHMMSS>; resuming from a checkpoint "
+                                 "in a run folder writes into that folder. See docs/runs.md.")
+        parser.add_argument("--divergence_threshold", type=float, default=DIVERGENCE_THRESHOLD,
+                            help="fit: stop with an error when the training loss stays above this many times its "
+                                 f"running minimum (and above its first value) for {DIVERGENCE_PATIENCE} "
+                                 "consecutive steps; 0 turns the check off.")
+        for name in DATA_TO_MODEL_LINKS:
+            parser.link_arguments(f"data.{name}", f"model.init_args.{name}", apply_on="instantiate")
+        read_batch_limits_as_counts_first(parser)
+
+    def setup_parser(self, add_subcommands: bool, main_kwargs: Dict[str, Any],
+                     subparser_kwargs: Dict[str, Any]) -> None:
+        """Without subcommands (``run=False``: a caller fits, as compare's runs do) the parser also takes
+        ``--ckpt_path``, the checkpoint the caller resumes from: the run folder of ``--run_dir`` then accepts it."""
+        super().setup_parser(add_subcommands, main_kwargs, subparser_kwargs)
+        if not add_subcommands:
+            self.parser.add_argument("--ckpt_path", type=Optional[str], default=None,
+                                     help="the checkpoint the caller's fit resumes from (inside --run_dir).")
+
+    _read: Optional[tuple] = None
+    """(path, checkpoint) of ``--ckpt_path``, read once for the checks before training; dropped after them."""
+
+    def _read_checkpoint(self, ckpt_path: str) -> Dict[str, Any]:
+        """:func:`read_checkpoint`, once per path for the checks of this command line (each loads the whole file)."""
+        if self._read is None or self._read[0] != ckpt_path:
+            self._read = (ckpt_path, read_checkpoint(ckpt_path))
+        return self._read[1]
+
+    def _parse_ckpt_path(self) -> None:
+        """Check ``--ckpt_path`` before Lightning applies the checkpoint's hyperparameters over the config:
+        a readable checkpoint of the task the config builds; flags that change the weights' shapes are refused,
+        other flags that differ from the checkpoint are listed with the value in force (the checkpoint's)."""
+        subcommand = self.config.get("subcommand")
+        ckpt_path = self.config[subcommand].get("ckpt_path") if subcommand else None
+        if ckpt_path:
+            checkpoint = self._read_checkpoint(ckpt_path)
+            model = self.config[subcommand].get("model")
+            saved_task = checkpoint.get(TASK_KEY)
+            class_path = model.get("class_path") if model is not None else None
+            if saved_task and class_path and saved_task.rsplit(".", 1)[-1] != class_path.rsplit(".", 1)[-1]:
+                raise ValueError(f"The checkpoint {ckpt_path} is a {saved_task.rsplit('.', 1)[-1]}, the config builds "
+                                 f"a {class_path.rsplit('.', 1)[-1]}; use the config it was trained with.")
+            if model is not None and model.get("init_args") is not None:
+                _compare_with_checkpoint(model["init_args"], checkpoint.get("hyper_parameters", {}), ckpt_path,
+                                         deprecated_names(class_named(class_path) if class_path else None))
+        super()._parse_ckpt_path()
+
+    def before_instantiate_classes(self) -> None:
+        """In test / validate / predict with ``--ckpt_path``, a DataModule that accepts ``checkpoint_path``
+        takes its tokenizers and vocabulary from that checkpoint (so predict needs no training files)."""
+        config = self.config.get(self.subcommand, {}) if self.subcommand else self.config
+        ckpt_path = config.get("ckpt_path")
+        data = config.get("data")
+        trainer = config.get("trainer")
+        check_accelerator(trainer)
+        agree_with_srun(trainer)
+        check_output_paths(trainer)
+        if self.subcommand in ("fit", None):  # None: a caller fits (compare's runs)
+            check_validation_interval(trainer, data)
+        logger = trainer.get("logger") if trainer is not None else None
+        if self.subcommand in ("test", "validate", "predict") and getattr(logger, "get", None) is not None \
+                and logger.get("class_path") == DEFAULT_LOGGER:
+            trainer["logger"] = False  # evaluating a checkpoint opens no new W&B run (pass a logger to log one)
+        if self.subcommand in ("test", "validate") and "verbose" in config:
+            config["verbose"] = False  # we print the metrics ourselves, rounded (after_test / after_validate)
+        if self.subcommand == "predict" and not config.get("predict_output") and trainer is not None:
+            trainer["enable_progress_bar"] = False  # predictions go to stdout: keep it clean for pipes
+        if self.subcommand == "predict":
+            check_predict_output(config)
+        if self.subcommand == "predict" and not ckpt_path and not config.get("untrained"):
+            raise ValueError("predict needs a trained model: pass --ckpt_path <checkpoint.ckpt> (fit prints where it "
+                             "saved its checkpoints), or --untrained true to predict with random weights.")
+        if self.subcommand == "fit" and ckpt_path:
+            self._stop_if_finished(ckpt_path, trainer)
+        if self.subcommand == "fit" or (self.subcommand is None and config.get("run_dir")):
+            self._prepare_run_folder(config)
+        if self.subcommand in ("test", "validate", "predict") and ckpt_path and data is not None:
+            init_args = data.get("init_args")
+            if init_args is not None and "checkpoint_path" in _init_parameters(data.get("class_path")) \
+                    and init_args.get("checkpoint_path") is None:
+                init_args["checkpoint_path"] = ckpt_path
+
+    run_folder: Optional[Path] = None
+    """The fit's run folder (:mod:`lit_rnncells.command.run_folder`), once chosen."""
+    run_index: int = 0
+    """0 for a new run, N for the N-th resume into the same run folder."""
+
+    def _stop_if_finished(self, ckpt_path: str, trainer: Any) -> None:
+        """Resuming a run that had reached its epoch or step limit trains, tests and logs nothing: say so, and
+        how to train further, and stop (exit 0)."""
+        trainer = trainer if trainer is not None else {}
+        why = _run_folder.finished(self._read_checkpoint(ckpt_path), trainer.get("max_epochs"),
+                                   trainer.get("max_steps"))
+        if why is not None:
+            print(f"Nothing to resume: the run of {ckpt_path} had finished: {why}, and resume with the same "
+                  "command. Nothing was trained, tested or logged.", flush=True)
+            raise SystemExit(0)
+
+    def _prepare_run_folder(self, config: Any) -> None:
+        """Choose (and lock) the fit's run folder and point the Trainer's root and every logger into it. The
+        config saved in the folder is the one the user gave (a copy taken here), not these edits."""
+        import copy
+
+        trainer = config.get("trainer")
+        logger = trainer.get("logger") if trainer is not None else None
+        root = (trainer.get("default_root_dir") if trainer is not None else None) or _run_folder.given_save_dir(logger)
+        folder, _ = _run_folder.choose(config.get("run_dir"), config.get("ckpt_path"), root)
+        if global_rank() == 0:
+            _run_folder.lock(folder)  # the launching process (rank 0) holds it; its DDP ranks inherit the folder
+            os.environ[_run_folder.ENV] = str(folder)
+        self.run_folder = folder
+        self.run_index = _run_folder.resume_index(folder)
+        self._user_config = copy.deepcopy(config)
+        self._user_config["run_dir"] = None  # a new fit from the saved config gets a new folder; resumes find it
+        if trainer is not None:
+            trainer["default_root_dir"] = str(folder)
+            _run_folder.point_loggers(logger, folder, self.run_index)
+
+    def _apply_run_folder(self) -> None:
+        """Checkpoints without a folder of their own go to ``<run>/checkpoints``; the config callback saves the
+        user's config as ``config.yaml`` (``config-resume-N.yaml``) in the run folder."""
+        if self.run_folder is None:
+            return
+        for callback in self.trainer.checkpoint_callbacks:
+            if getattr(callback, "dirpath", "unset") is None:
+                callback.dirpath = str(self.run_folder / _run_folder.CHECKPOINTS)
+        config_callback = self.save_config_callback_instance()
+        if config_callback is not None:
+            config_callback.folder = self.run_folder
+            config_callback.filename = _run_folder.suffixed(_run_folder.CONFIG_NAME, self.run_index)
+            config_callback.config = self._user_config
+
+    def _instantiate_trainer(self, config: Dict[str, Any], callbacks: List[Any]) -> Trainer:
+        """When standard output is not a terminal (a log file, a pipe), progress is a few plain lines
+        (:mod:`lit_rnncells.utils.progress`) instead of tqdm's line per batch."""
+        given = config.get("callbacks") or []
+        given = given if isinstance(given, list) else [given]
+        if config.get("enable_progress_bar") is not False and wants_line_progress() \
+                and not any(isinstance(c, ProgressBar) for c in [*given, *callbacks]):
+            callbacks = [*callbacks, LineProgress()]
+        return super()._instantiate_trainer(config, callbacks)
+
+    def instantiate_classes(self) -> None:
+        super().instantiate_classes()
+        self._apply_run_folder()
+        self._check_data_against_checkpoint()
+        self._read = None  # the checks are done: training does not keep a second copy of the checkpoint
+        quiet_mid_epoch_resume_warning(self.datamodule)
+        threads = threads_for(self.model)
+        if threads is not None and isinstance(self.trainer.accelerator, CPUAccelerator):
+            torch.set_num_threads(threads)  # small models: see cpu_defaults.py
+        if self.subcommand:  # after the thread count is set: the line names the threads the run uses
+            report_start(self.model, self.trainer, self.subcommand, self.datamodule)
+        if self.subcommand == "fit" or self.run_folder is not None:  # run_folder: a caller fits (compare's runs)
+            fit_config = self.config.get("fit", self.config) if self.subcommand else self.config
+            threshold = fit_config.get("divergence_threshold", DIVERGENCE_THRESHOLD)
+            self.trainer.callbacks.extend([FiniteGuard(threshold), InterruptCheckpoint()])
+        elif self.subcommand in ("test", "validate"):
+            self.trainer.callbacks.append(InterruptCheckpoint())  # SIGTERM stops the evaluation
+        if self.subcommand == "predict":
+            output = self.config.get("predict", {}).get("predict_output")
+            self.trainer.callbacks.append(PredictionWriter(output))
+
+    def _check_data_against_checkpoint(self) -> None:
+        """Give the DataModule the checkpoint's saved state before any weights load, so a vocabulary or
+        tokenizer that differs from the checkpoint's is named in one sentence (not a size-mismatch dump)."""
+        config = self.config.get(self.subcommand, {}) if self.subcommand else {}
+        ckpt_path = config.get("ckpt_path")
+        if not ckpt_path or self.datamodule is None:
+            return
+        checkpoint = self._read_checkpoint(ckpt_path)
+        ignored = ignored_options_warning(self.datamodule, checkpoint, self.subcommand or "fit")
+        if ignored and self.subcommand in ("test", "validate", "predict"):
+            rank_zero_warn(ignored)  # not fatal: the checkpoint's tokenizers are the right ones to use
+        state = checkpoint.get(type(self.datamodule).__qualname__)
+        if state:
+            self.datamodule.load_state_dict(state)  # raises the DataModule's own mismatch error
+
+    def after_test(self) -> None:
+        self._print_metrics("test")
+
+    def after_validate(self) -> None:
+        self._print_metrics("val")
+
+    def _print_metrics(self, stage: str) -> None:
+        if self.trainer.is_global_zero:
+            signatures = getattr(self.model, "metric_signatures", None) or {}
+            print(metrics_table(self.trainer.callback_metrics, stage, signatures), flush=True)
+
+    def after_fit(self) -> None:
+        if self.config.get(self.subcommand, {}).get("test_after_fit"):
+            self.trainer.test(self.model, datamodule=self.datamodule, verbose=False)
+            self._print_metrics("test")
+        summary = fit_summary(self.trainer, self.save_config_callback_instance())  # every rank: may broadcast
+        if self.trainer.is_global_zero:
+            print(summary, flush=True)
+
+    def save_config_callback_instance(self) -> Optional[LoggerConfigCallback]:
+        return next((c for c in self.trainer.callbacks if isinstance(c, LoggerConfigCallback)), None)
+
+
+def metrics_table(metrics: Dict[str, Any], stage: str, signatures: Optional[Dict[str, str]] = None) -> str:
+    """``stage/...`` metrics, one per line, with 4 significant digits (not float32's 0.9800000190734863), then
+    one ``signature`` line per scored metric naming how it was computed (references, tokenisation, ...)."""
+    rows = {k: float(v) for k, v in sorted(metrics.items()) if k.startswith(f"{stage}/")}
+    width = max((len(k) for k in rows), default=0)
+    lines = [""] + [f"{k:<{width}}  {v:.4g}" for k, v in rows.items()]
+    return "\n".join(lines + [f"signature {name}: {sig}" for name, sig in (signatures or {}).items()])
+
+
+def fit_summary(trainer: Trainer, config_callback: Optional[LoggerConfigCallback]) -> str:
+    """Where the run, its config and its checkpoints are, and the commands that test or resume from them."""
+    config = config_callback.saved_to if config_callback is not None else None
+    folder = config_callback.folder if config_callback is not None and config_callback.folder else None
+    checkpoint = trainer.checkpoint_callback
+    best = getattr(checkpoint, "best_model_path", "") or ""
+    last = getattr(checkpoint, "last_model_path", "") or best
+    score = getattr(checkpoint, "best_model_score", None)
+    monitor = getattr(checkpoint, "monitor", None)
+    lines = ["", f"Run folder: {folder or run_directory(trainer)}"]
+    if config is not None:
+        lines.append(f"  config:          {config}")
+    if best:
+        shown = f" ({monitor} {float(score):.4f})" if monitor and score is not None else ""
+        lines.append(f"  best checkpoint: {best}{shown}")
+    if last and last != best:
+        lines.append(f"  last checkpoint: {last}")
+    if config is not None and (best or last):  # no best (no validation ran yet): the last checkpoint
+        lines.append(f"Test it:   python -m lit_rnncells test --config {config} --ckpt_path {best or last}")
+    if config is not None and last:
+        lines.append(f"Resume it: python -m lit_rnncells fit --config {config} --ckpt_path {last}")
+    return "\n".join(lines)
+
+
+TASK_KEY = "lit_rnncells_task"
+"""Where a task's checkpoint records its class (``RecurrentTask.on_save_checkpoint``)."""
+SHAPE_SUFFIXES = ("_size", "_layers", "_cell")
+SHAPE_NAMES = ("cell", "bidirectional", "tie_weights", "tie_target_embedding", "zones", "num_classes")
+
+
+def _plain(value: Any) -> Any:
+    """A comparable form of a config or hparams value: cells by class name, namespaces as dicts."""
+    if hasattr(value, "as_dict"):
+        value = value.as_dict()
+    if isinstance(value, dict) and "class_path" in value:
+        return (str(value["class_path"]).rsplit(".", 1)[-1], _plain(value.get("init_args") or {}))
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, str) and value and value[0].isupper():
+        return (value.rsplit(".", 1)[-1], {})  # a cell by name, as GRU or lit_rnncells.cells.GRU
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _show(value: Any) -> str:
+    """A short rendering of a config value for messages: cells by class name (and options)."""
+    plain = _plain(value)
+    if isinstance(plain, tuple):
+        name, options = plain
+        return f"{name}({', '.join(f'{k}={v!r}' for k, v in options.items())})" if options else name
+    return repr(plain)
+
+
+def _compare_with_checkpoint(init_args: Any, hparams: Dict[str, Any], ckpt_path: str,
+                             renames: Optional[Dict[str, str]] = None) -> None:
+    """Refuse flags that change the weights' shapes; warn about the others (the checkpoint's values win).
+
+    ``renames`` (the task's ``DEPRECATED_NAMES``): a checkpoint saved before the option groups holds their fields
+    under the old flat names; both sides are compared field by field (``regularization.dropout``)."""
+    given = _by_field(init_args.as_dict() if hasattr(init_args, "as_dict") else dict(init_args), renames or {})
+    saved = _by_field(hparams, renames or {})
+    differing = {k: (given[k], v) for k, v in saved.items()
+                 if k in given and k not in DATA_TO_MODEL_LINKS and _plain(given[k]) != _plain(v)}
+    shaped = {k: d for k, d in differing.items() if k in SHAPE_NAMES or k.endswith(SHAPE_SUFFIXES)}
+    if shaped:
+        listed = ", ".join(f"{k}={_show(g)} (checkpoint: {_show(c)})" for k, (g, c) in shaped.items())
+        raise ValueError(f"The options {listed} differ from the checkpoint {ckpt_path}, whose weights have other "
+                         "shapes; drop those options to use the checkpoint, or train a new model without --ckpt_path.")
+    if differing:
+        listed = ", ".join(f"{k}={_show(c)} (you gave {_show(g)})" for k, (g, c) in differing.items())
+        rank_zero_warn(f"Using the checkpoint's values {listed}: a checkpoint's model options win over the config.")
+
+
+def _init_parameters(class_path: Optional[str]) -> List[str]:
+    """The constructor parameter names of a class given by its import path (empty if it cannot be imported)."""
+    if not class_path or "." not in class_path:
+        return []
+    module, _, name = class_path.rpartition(".")
+    try:
+        cls = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError):
+        return []
+    return list(inspect.signature(cls.__init__).parameters)
+
+
+DEFAULT_LOGGER = "lit_rnncells.utils.loggers.DefaultWandbLogger"
+
+
+def default_trainer() -> dict:
+    """W&B logging; no model summary table (the start line gives the parameter count; turn the table on with
+    ``--trainer.enable_model_summary true``)."""
+    return {"logger": {"class_path": DEFAULT_LOGGER}, "enable_model_summary": False}
