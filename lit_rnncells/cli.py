@@ -16,7 +16,7 @@ from lightning.pytorch.callbacks import ProgressBar
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI, SaveConfigCallback
 from lightning.pytorch.utilities import rank_zero_warn
 
-from .deprecated_names import PARSER_MODE, rewrite_argv
+from .deprecated_names import PARSER_MODE, regroup_init_args, rewrite_argv
 from . import cells as _cells  # noqa: F401  (registers cells so short class names resolve)
 from . import data as _data  # noqa: F401
 from . import tasks as _tasks  # noqa: F401
@@ -168,9 +168,25 @@ class LitRNNCellsCLI(LightningCLI):
             if saved_task and class_path and saved_task.rsplit(".", 1)[-1] != class_path.rsplit(".", 1)[-1]:
                 raise ValueError(f"The checkpoint {ckpt_path} is a {saved_task.rsplit('.', 1)[-1]}, the config builds "
                                  f"a {class_path.rsplit('.', 1)[-1]}; use the config it was trained with.")
+            hparams = regroup_init_args(class_path, checkpoint.get("hyper_parameters") or {})  # old flat names
             if model is not None and model.get("init_args") is not None:
-                _compare_with_checkpoint(model["init_args"], checkpoint.get("hyper_parameters", {}), ckpt_path)
-        super()._parse_ckpt_path()
+                _compare_with_checkpoint(model["init_args"], hparams, ckpt_path)
+            self._apply_checkpoint_hparams(subcommand, hparams)
+
+    def _apply_checkpoint_hparams(self, subcommand: str, hparams: Dict[str, Any]) -> None:
+        """Lightning's own ``_parse_ckpt_path`` step (the checkpoint's hyperparameters over the config), on the
+        hyperparameters as regrouped above: a checkpoint saved before a task's option groups still loads."""
+        hparams = dict(hparams)
+        hparams.pop("_instantiator", None)
+        if not hparams:
+            return
+        if "_class_path" in hparams:
+            hparams = {"class_path": hparams.pop("_class_path"), "dict_kwargs": hparams}
+        try:
+            self.config = self.parser.parse_object({subcommand: {"model": hparams}}, self.config)
+        except SystemExit:
+            sys.stderr.write("Parsing of ckpt_path hyperparameters failed!\n")
+            raise
 
     def before_instantiate_classes(self) -> None:
         """In test / validate / predict with ``--ckpt_path``, a DataModule that accepts ``checkpoint_path``
@@ -389,12 +405,26 @@ def _show(value: Any) -> str:
     return repr(plain)
 
 
+def _flat_groups(options: Dict[str, Any]) -> Dict[str, Any]:
+    """Options with each option group's fields as ``group.field`` (a cell's ``class_path`` dict stays whole)."""
+    flat: Dict[str, Any] = {}
+    for key, value in options.items():
+        if hasattr(value, "as_dict"):
+            value = value.as_dict()
+        if isinstance(value, dict) and "class_path" not in value and value:
+            flat.update({f"{key}.{k}": v for k, v in _flat_groups(value).items()})
+        else:
+            flat[key] = value
+    return flat
+
+
 def _compare_with_checkpoint(init_args: Any, hparams: Dict[str, Any], ckpt_path: str) -> None:
     """Refuse flags that change the weights' shapes; warn about the others (the checkpoint's values win)."""
-    given = init_args.as_dict() if hasattr(init_args, "as_dict") else dict(init_args)
-    differing = {k: (given[k], v) for k, v in hparams.items()
+    given = _flat_groups(init_args.as_dict() if hasattr(init_args, "as_dict") else dict(init_args))
+    differing = {k: (given[k], v) for k, v in _flat_groups(hparams).items()
                  if k in given and k not in DATA_TO_MODEL_LINKS and _plain(given[k]) != _plain(v)}
-    shaped = {k: d for k, d in differing.items() if k in SHAPE_NAMES or k.endswith(SHAPE_SUFFIXES)}
+    shaped = {k: d for k, d in differing.items()
+              if k.rsplit(".", 1)[-1] in SHAPE_NAMES or k.endswith(SHAPE_SUFFIXES)}
     if shaped:
         listed = ", ".join(f"{k}={_show(g)} (checkpoint: {_show(c)})" for k, (g, c) in shaped.items())
         raise ValueError(f"The options {listed} differ from the checkpoint {ckpt_path}, whose weights have other "

@@ -117,11 +117,11 @@ class Seq2Seq(Seq2SeqEvaluation, RecurrentTask):
     def __init__(self, cell: CellSpec = "GRU", source_vocab_size: int = 100, target_vocab_size: int = 100,
                  pad_id: int = 0, unk_id: int = 1, bos_id: int = 2, eos_id: int = 3, embedding_size: int = 256,
                  hidden_size: int = 512, num_layers: int = 1, dropout: float = 0.3,
-                 encoder: Optional[SideConfig] = None, decoder: Optional[SideConfig] = None,
+                 encoder: SideConfig = SideConfig(), decoder: SideConfig = SideConfig(),
                  attention: str = "additive", attention_size: Optional[int] = None, attention_query: str = "after",
                  attentional_layer: bool = True, output_size: Optional[int] = None, tie_embeddings: bool = False,
                  bridge: bool = True, label_smoothing: float = 0.0, aux_loss_weight: float = 1.0,
-                 max_source_length: Optional[int] = None, decoding: Optional[DecodingConfig] = None,
+                 max_source_length: Optional[int] = None, decoding: DecodingConfig = DecodingConfig(),
                  optimizer: OptimizerCallable = torch.optim.Adam,
                  lr_scheduler: Optional[LRSchedulerCallable] = None, scheduler_monitor: str = "val/loss",
                  compile: bool = False, backend: Optional[str] = None, **deprecated: Any) -> None:
