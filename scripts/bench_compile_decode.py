@@ -39,6 +39,7 @@ from lit_rnncells.data.batching import pad_batch
 from lit_rnncells.nn.beam_search import search
 from lit_rnncells.nn.compiled import use_compiled
 from lit_rnncells.tasks import Seq2Seq
+from lit_rnncells.tasks.seq2seq_options import DecodingConfig
 
 DEFAULT_CELLS = ["GRU", "SatMZU", "GcnMZU", "CapMZU", "GRUDT", "MuFuRU"]
 
@@ -59,7 +60,7 @@ def twins(cell: str, dm: TranslationDataModule, hidden: int, embedding: int, dev
     torch.manual_seed(0)
     kwargs = dict(source_vocab_size=dm.source_vocab_size, target_vocab_size=dm.target_vocab_size,
                   pad_id=dm.pad_id, bos_id=dm.bos_id, eos_id=dm.eos_id, embedding_size=embedding,
-                  hidden_size=hidden, num_layers=1, eval_metrics=[])
+                  hidden_size=hidden, num_layers=1, decoding=DecodingConfig(eval_metrics=()))
     eager = Seq2Seq(cell, **kwargs)
     compiled = Seq2Seq(cell, compile=True, **kwargs)
     compiled.load_state_dict(eager.state_dict())

@@ -61,7 +61,7 @@ REDUCED = {
                 "--model.init_args.embedding_size", "128", "--data.init_args.batch_size", "32",
                 "--data.init_args.bptt", "100"],
     "multi30k_gru": ["--config", "configs/seq2seq/multi30k_de_en_gru.yaml", "--model.init_args.hidden_size", "256",
-                     "--model.init_args.embedding_size", "128", "--model.init_args.eval_metrics", "[]",
+                     "--model.init_args.embedding_size", "128", "--model.init_args.decoding.eval_metrics", "[]",
                      "--data.init_args.batch_size", "32", "--data.init_args.limit", "4000"],
     "imdb_caru": ["--config", "configs/classification/imdb_caru.yaml", "--data.init_args.batch_size", "32",
                   "--model.init_args.pretrained_embeddings", "null"],

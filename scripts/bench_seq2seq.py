@@ -52,6 +52,7 @@ from lit_rnncells.data.batching import pad_batch
 from lit_rnncells.metrics import sacrebleu_corpus
 from lit_rnncells.nn.beam_search import search
 from lit_rnncells.tasks import Seq2Seq
+from lit_rnncells.tasks.seq2seq_options import DecodingConfig, SideConfig
 
 DATA = Path(os.environ.get("LIT_RNNCELLS_DATA", "data"))
 ANCHOR = "seq2seq_multi30k.py"
@@ -130,9 +131,9 @@ def gru_like_reference(cell: str, args: argparse.Namespace, dm: TranslationDataM
     """Our Seq2Seq at the reference's architecture: the softmax reads [s; c; E y], dropout on embeddings only."""
     return Seq2Seq(cell, source_vocab_size=dm.source_vocab_size, target_vocab_size=dm.target_vocab_size,
                    pad_id=dm.pad_id, bos_id=dm.bos_id, eos_id=dm.eos_id, embedding_size=args.emb,
-                   hidden_size=args.hid, num_layers=1, eval_metrics=[],
-                   attentional_layer=False, attention_query="before", dropout=0.5, output_dropout=0.0,
-                   encoder_output_dropout=0.0, optimizer=partial(torch.optim.Adam, lr=1e-3))
+                   hidden_size=args.hid, num_layers=1, decoding=DecodingConfig(eval_metrics=()),
+                   attentional_layer=False, attention_query="before", dropout=0.5, decoder=SideConfig(output_dropout=0.0),
+                   encoder=SideConfig(output_dropout=0.0), optimizer=partial(torch.optim.Adam, lr=1e-3))
 
 
 def decoding_speed(model: Seq2Seq, dm: TranslationDataModule, args: argparse.Namespace) -> Dict[str, Any]:

@@ -48,7 +48,7 @@ def duc_folder(folder: Path, references: int = 4) -> Path:
 def model_args(data_dir: Path) -> List[str]:
     """The Gigaword config at a tiny size (the same flags for fit, test and predict)."""
     return ["--config", GIGAWORD, "--model.init_args.embedding_size", "8", "--model.init_args.hidden_size", "32",
-            "--model.init_args.num_layers", "1", "--model.init_args.beam_size", "2", "--data.init_args.data_dir",
+            "--model.init_args.num_layers", "1", "--model.init_args.decoding.beam_size", "2", "--data.init_args.data_dir",
             str(data_dir), "--data.init_args.subword_vocab_size", "300", "--data.init_args.min_frequency", "1",
             "--data.init_args.batch_size", "4", "--data.init_args.eval_batch_size", "4", "--data.init_args.cache_dir",
             "", "--trainer.logger", "false", "--trainer.enable_progress_bar", "false",
@@ -102,7 +102,7 @@ def test_a_gigaword_model_on_duc2004_scores_four_references_on_75_bytes(gigaword
         assert scores[key] == pytest.approx(direct[key], rel=1e-3, abs=1e-3), key
 
     capsys.readouterr()  # rouge_max_bytes 0: the whole texts
-    assert run(["test", *args, "--model.init_args.rouge_max_bytes", "0"]) == 0
+    assert run(["test", *args, "--model.init_args.decoding.rouge_max_bytes", "0"]) == 0
     out = capsys.readouterr().out
     whole, _ = rouge_corpus(hyps, list(zip(*references)), multiref="pooled")
     assert printed_metrics(out)["rouge1_recall"] == pytest.approx(whole["rouge1_recall"], rel=1e-3, abs=1e-3)

@@ -81,11 +81,18 @@ def rewrite_config(value: Any) -> Any:
         value["class_path"] = moved_class_path(value["class_path"])
     init_args = value.get("init_args")
     if isinstance(value.get("class_path"), str) and isinstance(init_args, dict):
-        cls = class_named(value["class_path"])
-        renames = deprecated_names(cls)
-        if renames and set(init_args) & set(renames):
-            value["init_args"] = regroup_flat_mapping(cls.__name__, renames, init_args)
+        value["init_args"] = regroup_init_args(value["class_path"], init_args)
     return value
+
+
+def regroup_init_args(class_path: Optional[str], init_args: Mapping[str, Any]) -> Dict[str, Any]:
+    """``init_args`` of the class ``class_path`` names with its old flat names moved into their groups (one
+    deprecation line each): a config's, or the hyperparameters of a checkpoint saved before the groups."""
+    cls = class_named(class_path) if class_path else None
+    renames = deprecated_names(cls)
+    if cls is None or not set(init_args) & set(renames):
+        return dict(init_args)
+    return regroup_flat_mapping(cls.__name__, renames, init_args)
 
 
 def _names_of(namespace: str, chosen: Optional[type] = None) -> Dict[str, str]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import os
+import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Union
 
@@ -25,7 +26,7 @@ from .callbacks import (DIVERGENCE_PATIENCE, DIVERGENCE_THRESHOLD, FiniteGuard, 
 from ..data.checkpoint_state import ignored_options_warning, read_checkpoint
 from ..utils.progress import LineProgress, wants_line_progress
 from ..utils.quiet import quiet_mid_epoch_resume_warning
-from .deprecated_names import class_named, deprecated_names
+from .deprecated_names import regroup_init_args
 from .start_checks import (check_accelerator, check_output_paths, check_predict_output, check_validation_interval,
                            report_start)
 from . import run_folder as _run_folder
@@ -165,10 +166,25 @@ class LitRNNCellsCLI(LightningCLI):
             if saved_task and class_path and saved_task.rsplit(".", 1)[-1] != class_path.rsplit(".", 1)[-1]:
                 raise ValueError(f"The checkpoint {ckpt_path} is a {saved_task.rsplit('.', 1)[-1]}, the config builds "
                                  f"a {class_path.rsplit('.', 1)[-1]}; use the config it was trained with.")
+            hparams = regroup_init_args(class_path, checkpoint.get("hyper_parameters") or {})  # old flat names
             if model is not None and model.get("init_args") is not None:
-                _compare_with_checkpoint(model["init_args"], checkpoint.get("hyper_parameters", {}), ckpt_path,
-                                         deprecated_names(class_named(class_path) if class_path else None))
-        super()._parse_ckpt_path()
+                _compare_with_checkpoint(model["init_args"], hparams, ckpt_path)
+            self._apply_checkpoint_hparams(subcommand, hparams)
+
+    def _apply_checkpoint_hparams(self, subcommand: str, hparams: Dict[str, Any]) -> None:
+        """Lightning's own ``_parse_ckpt_path`` step (the checkpoint's hyperparameters over the config), on the
+        hyperparameters as regrouped above: a checkpoint saved before a task's option groups still loads."""
+        hparams = dict(hparams)
+        hparams.pop("_instantiator", None)
+        if not hparams:
+            return
+        if "_class_path" in hparams:
+            hparams = {"class_path": hparams.pop("_class_path"), "dict_kwargs": hparams}
+        try:
+            self.config = self.parser.parse_object({subcommand: {"model": hparams}}, self.config)
+        except SystemExit:
+            sys.stderr.write("Parsing of ckpt_path hyperparameters failed!\n")
+            raise
 
     def before_instantiate_classes(self) -> None:
         """In test / validate / predict with ``--ckpt_path``, a DataModule that accepts ``checkpoint_path``
@@ -387,17 +403,27 @@ def _show(value: Any) -> str:
     return repr(plain)
 
 
-def _compare_with_checkpoint(init_args: Any, hparams: Dict[str, Any], ckpt_path: str,
-                             renames: Optional[Dict[str, str]] = None) -> None:
-    """Refuse flags that change the weights' shapes; warn about the others (the checkpoint's values win).
+def _flat_groups(options: Dict[str, Any]) -> Dict[str, Any]:
+    """Options with each option group's fields as ``group.field`` (a cell's ``class_path`` dict stays whole)."""
+    flat: Dict[str, Any] = {}
+    for key, value in options.items():
+        if hasattr(value, "as_dict"):
+            value = value.as_dict()
+        if isinstance(value, dict) and "class_path" not in value and value:
+            flat.update({f"{key}.{k}": v for k, v in _flat_groups(value).items()})
+        else:
+            flat[key] = value
+    return flat
 
-    ``renames`` (the task's ``DEPRECATED_NAMES``): a checkpoint saved before the option groups holds their fields
-    under the old flat names; both sides are compared field by field (``regularization.dropout``)."""
-    given = _by_field(init_args.as_dict() if hasattr(init_args, "as_dict") else dict(init_args), renames or {})
-    saved = _by_field(hparams, renames or {})
-    differing = {k: (given[k], v) for k, v in saved.items()
+
+def _compare_with_checkpoint(init_args: Any, hparams: Dict[str, Any], ckpt_path: str) -> None:
+    """Refuse flags that change the weights' shapes; warn about the others (the checkpoint's values win).
+    Both sides compare field by field (``encoder.num_layers``); ``hparams`` come regrouped (old flat names)."""
+    given = _flat_groups(init_args.as_dict() if hasattr(init_args, "as_dict") else dict(init_args))
+    differing = {k: (given[k], v) for k, v in _flat_groups(hparams).items()
                  if k in given and k not in DATA_TO_MODEL_LINKS and _plain(given[k]) != _plain(v)}
-    shaped = {k: d for k, d in differing.items() if k in SHAPE_NAMES or k.endswith(SHAPE_SUFFIXES)}
+    shaped = {k: d for k, d in differing.items()
+              if k.rsplit(".", 1)[-1] in SHAPE_NAMES or k.endswith(SHAPE_SUFFIXES)}
     if shaped:
         listed = ", ".join(f"{k}={_show(g)} (checkpoint: {_show(c)})" for k, (g, c) in shaped.items())
         raise ValueError(f"The options {listed} differ from the checkpoint {ckpt_path}, whose weights have other "

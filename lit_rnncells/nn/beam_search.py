@@ -70,9 +70,22 @@ def select_batch(obj: Any, index: Tensor) -> Any:
     return obj
 
 
-@dataclass
-class SearchConfig:
-    """Decoding options (see the module docstring). Special ids default to the data's fixed ones."""
+@dataclass(frozen=True)
+class SearchOptions:
+    """What a user chooses of a search (see the module docstring); the one place these options are defined
+    (a task's decoding group extends this class).
+
+    Args:
+        beam_size: hypotheses kept per sentence (1: greedy search).
+        n_best: hypotheses returned per sentence, best first (at most ``beam_size``).
+        length_penalty: ``gnmt`` (Wu et al. 2016 eq. 14), ``average`` (|y|) or ``none``.
+        alpha: the GNMT length penalty's exponent α.
+        min_length: end-of-sequence is banned before this many tokens.
+        max_length_a: outputs stop at ``floor(max_length_a · |source| + max_length_b)`` tokens.
+        max_length_b: see ``max_length_a``.
+        no_repeat_ngram_size: no n-gram of this size appears twice in a hypothesis (0: off).
+        ban_unk: never produce the unknown token.
+    """
 
     beam_size: int = 5
     n_best: int = 1
@@ -83,6 +96,13 @@ class SearchConfig:
     max_length_b: int = 10
     no_repeat_ngram_size: int = 0
     ban_unk: bool = False
+
+
+@dataclass(frozen=True)
+class SearchConfig(SearchOptions):
+    """A search as it runs: the user's :class:`SearchOptions`, exact early stopping, whether attention is kept,
+    and the special ids (default: the data's fixed ones). Checked on creation (one clear ``ValueError``)."""
+
     early_stop: bool = True
     return_attention: bool = True
     pad_id: int = 0
@@ -236,6 +256,110 @@ def greedy_search(model: Decodable, source: Tensor, source_lengths: Tensor, cfg:
     return results
 
 
+@dataclass
+class _Beams:
+    """The live part of a batched beam search: ``n`` active sentences × ``live`` rows each (1 at the first
+    step, then the beam size), in the model's batch-first layout."""
+
+    enc: Any
+    state: Any
+    active: Tensor  # (n,) the sentences still decoding, by their index in the batch
+    max_len: Tensor  # (n,) their maximum lengths
+    prev: Tensor  # (n · live,) the previous tokens
+    history: Tensor  # (n, live, step) the tokens so far
+    live: int = 1
+    step: int = 0
+    tok_scores: Optional[Tensor] = None  # (n, live, step)
+    attn_hist: Optional[Tensor] = None  # (n, live, step, S)
+    cum: Optional[Tensor] = None  # (n, live) cumulative log-probabilities
+
+    def first_step(self, lp: Tensor, attn: Tensor, cfg: SearchConfig) -> None:
+        """Empty scores (and attention) once the first step shows their shapes and dtypes."""
+        n = self.active.numel()
+        self.cum = lp.new_zeros(n, 1)
+        self.tok_scores = lp.new_empty(n, 1, 0)
+        self.attn_hist = attn.new_empty(n, 1, 0, attn.shape[-1]) if cfg.return_attention else None
+
+
+def _candidates(cum: Tensor, lp: Tensor, live: int, k: int) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
+    """Each sentence's best ``2k`` continuations, best first (padded with dead ones to ``k`` for a tiny
+    vocabulary): their scores, beams, tokens and the tokens' log-probabilities, each (n, width)."""
+    n, vocab = cum.shape[0], lp.shape[-1]
+    cand = (cum.unsqueeze(-1) + lp.view(n, live, vocab)).view(n, live * vocab)
+    width = min(2 * k, live * vocab)
+    top, idx = cand.topk(width, dim=1)  # sorted best first
+    if width < k:  # a tiny vocabulary: pad with dead candidates so k rows continue
+        top = torch.cat([top, top.new_full((n, k - width), float("-inf"))], 1)
+        idx = torch.cat([idx, idx.new_zeros(n, k - width)], 1)
+    return top, idx // vocab, idx % vocab, lp.view(n, live * vocab).gather(1, idx)
+
+
+def _finish_eos(finished: List[List[Hypothesis]], b: _Beams, candidates: Tuple[Tensor, Tensor, Tensor, Tensor],
+                attn: Tensor, src_len: List[int], cfg: SearchConfig) -> Tensor:
+    """Add the end-of-sequence candidates ranked within the first ``beam_size`` to ``finished``; returns
+    where the candidates are end-of-sequence."""
+    top, top_beam, top_tok, top_lp = candidates
+    is_eos = top_tok == cfg.eos_id
+    final = is_eos & torch.isfinite(top)
+    final[:, cfg.beam_size:] = False  # only EOS ranked within the first beam_size candidates finalise
+    if not bool(final.any()):
+        return is_eos
+    attn_k = attn.view(b.active.numel(), b.live, -1)
+    for i, j in final.nonzero().tolist():
+        s, beam = int(b.active[i]), int(top_beam[i, j])
+        scores_ij = torch.cat([b.tok_scores[i, beam], top_lp[i, j:j + 1]]).cpu()
+        att = None
+        if b.attn_hist is not None:
+            att = torch.cat([b.attn_hist[i, beam], attn_k[i, beam].unsqueeze(0)])[:, :src_len[s]].cpu()
+        finished[s].append(_hypothesis(b.history[i, beam].tolist(), scores_ij, float(top[i, j]), att, cfg))
+    return is_eos
+
+
+def _continuing(finished: List[List[Hypothesis]], b: _Beams, top: Tensor, top_tok: Tensor, is_eos: Tensor,
+                cfg: SearchConfig) -> Tuple[Tensor, Tensor, Tensor]:
+    """The ``k`` candidates of each sentence that continue (the best that are not EOS: EOS ones sort after
+    every other), their cumulative scores, and the sentences still decoding after this step."""
+    n, width = top.shape
+    rank = torch.arange(width, device=top.device).expand(n, width)
+    order = torch.where(is_eos, rank + width, rank).topk(cfg.beam_size, dim=1, largest=False).indices
+    new_cum = top.gather(1, order)
+    new_cum = new_cum.masked_fill(top_tok.gather(1, order) == cfg.eos_id, float("-inf"))
+    ranked = [sorted((h.score for h in finished[s]), reverse=True) for s in b.active.tolist()]
+    count = torch.tensor([len(scores) for scores in ranked], device=top.device)
+    done = (count >= cfg.beam_size) | (b.step >= b.max_len) | ~torch.isfinite(new_cum[:, 0])
+    if cfg.early_stop:
+        done |= _cannot_improve(ranked, new_cum[:, 0], b.max_len, cfg)
+    return order, new_cum, (~done).nonzero().flatten()
+
+
+def _advance(model: Decodable, b: _Beams, keep: Tensor, order: Tensor, new_cum: Tensor,
+             candidates: Tuple[Tensor, Tensor, Tensor, Tensor], attn: Tensor, k: int) -> None:
+    """Keep the sentences ``keep`` and their continuing candidates ``order``: reorder the decoder state, the
+    encoder outputs (expanded over the beam after the first step) and the histories; one step on."""
+    _, top_beam, top_tok, top_lp = candidates
+    n, live, step, m = b.active.numel(), b.live, b.step, keep.numel()
+    new_tok = top_tok.gather(1, order)
+    row = (keep.unsqueeze(1) * live + top_beam.gather(1, order)[keep]).view(-1)  # rows of the old (n·live) layout
+    b.state = model.reorder_decoder_state(b.state, row)
+    if live == 1:
+        b.enc = model.reorder_encoder(b.enc, keep.repeat_interleave(k))
+    elif m < n:
+        beams = torch.arange(k, device=keep.device)
+        b.enc = model.reorder_encoder(b.enc, (keep.unsqueeze(1) * k + beams).view(-1))
+    b.history = torch.cat([b.history.view(n * live, step)[row], new_tok[keep].view(-1, 1)], 1).view(m, k, step + 1)
+    b.tok_scores = torch.cat([b.tok_scores.view(n * live, step)[row],
+                              top_lp.gather(1, order)[keep].view(-1, 1)], 1).view(m, k, step + 1)
+    if b.attn_hist is not None:
+        s = b.attn_hist.shape[-1]
+        b.attn_hist = torch.cat([b.attn_hist.view(n * live, step, s)[row], attn[row].unsqueeze(1)], 1
+                                ).view(m, k, step + 1, s)
+    b.cum = new_cum[keep]
+    b.prev = new_tok[keep].view(-1)
+    b.active, b.max_len = b.active[keep], b.max_len[keep]
+    b.live = k
+    b.step += 1
+
+
 @torch.no_grad()
 def beam_search(model: Decodable, source: Tensor, source_lengths: Tensor, cfg: SearchConfig
                 ) -> List[List[Hypothesis]]:
@@ -245,83 +369,25 @@ def beam_search(model: Decodable, source: Tensor, source_lengths: Tensor, cfg: S
     copies at −inf); the encoder outputs and states are expanded over the beam after it."""
     batch, device, k = source.shape[0], source.device, cfg.beam_size
     enc = model.encode(source, source_lengths)
-    state = model.initial_decoder_state(enc)
+    b = _Beams(enc, model.initial_decoder_state(enc), torch.arange(batch, device=device),
+               max_lengths(source_lengths, cfg.max_length_a, cfg.max_length_b).to(device),
+               torch.full((batch,), cfg.bos_id, dtype=torch.long, device=device),
+               torch.empty(batch, 1, 0, dtype=torch.long, device=device))
     src_len = source_lengths.tolist()
-    max_len = max_lengths(source_lengths, cfg.max_length_a, cfg.max_length_b).to(device)
-    active = torch.arange(batch, device=device)
-    beams = torch.arange(k, device=device)
-    prev = torch.full((batch,), cfg.bos_id, dtype=torch.long, device=device)
-    live = 1  # rows per sentence: 1 at the first step, then k
-    history = torch.empty(batch, 1, 0, dtype=torch.long, device=device)
-    tok_scores: Optional[Tensor] = None  # (n, live, step)
-    attn_hist: Optional[Tensor] = None  # (n, live, step, S)
-    cum: Optional[Tensor] = None  # (n, live) cumulative log-probabilities
     finished: List[List[Hypothesis]] = [[] for _ in range(batch)]
-    step = 0
-    while active.numel():
-        n = active.numel()
-        lp, state, attn = model.decode_step(prev, state, enc)
-        vocab = lp.shape[-1]
-        if cum is None:
-            cum = lp.new_zeros(n, 1)
-            tok_scores = lp.new_empty(n, 1, 0)
-            attn_hist = attn.new_empty(n, 1, 0, attn.shape[-1]) if cfg.return_attention else None
-        lp = _mask_log_probs(lp, history.view(n * live, step), step, max_len.repeat_interleave(live), cfg)
-        cand = (cum.unsqueeze(-1) + lp.view(n, live, vocab)).view(n, live * vocab)
-        width = min(2 * k, live * vocab)
-        top, idx = cand.topk(width, dim=1)  # sorted best first
-        if width < k:  # a tiny vocabulary: pad with dead candidates so k rows continue
-            top = torch.cat([top, top.new_full((n, k - width), float("-inf"))], 1)
-            idx = torch.cat([idx, idx.new_zeros(n, k - width)], 1)
-            width = k
-        top_beam, top_tok = idx // vocab, idx % vocab
-        top_lp = lp.view(n, live * vocab).gather(1, idx)
-        is_eos = top_tok == cfg.eos_id
-        final = is_eos & torch.isfinite(top)
-        final[:, k:] = False  # only EOS ranked within the first beam_size candidates finalise
-        attn_k = attn.view(n, live, -1)
-        if bool(final.any()):
-            for i, j in final.nonzero().tolist():
-                b, beam = int(active[i]), int(top_beam[i, j])
-                scores_ij = torch.cat([tok_scores[i, beam], top_lp[i, j:j + 1]]).cpu()
-                att = None
-                if attn_hist is not None:
-                    att = torch.cat([attn_hist[i, beam], attn_k[i, beam].unsqueeze(0)])[:, :src_len[b]].cpu()
-                finished[b].append(_hypothesis(history[i, beam].tolist(), scores_ij, float(top[i, j]), att, cfg))
-        # the best k candidates that are not EOS continue (EOS ones sort after every other)
-        rank = torch.arange(width, device=device).expand(n, width)
-        order = torch.where(is_eos, rank + width, rank).topk(k, dim=1, largest=False).indices
-        new_cum = top.gather(1, order)
-        new_tok = top_tok.gather(1, order)
-        new_cum = new_cum.masked_fill(new_tok == cfg.eos_id, float("-inf"))
-        ranked = [sorted((h.score for h in finished[b]), reverse=True) for b in active.tolist()]
-        count = torch.tensor([len(scores) for scores in ranked], device=device)
-        done = (count >= k) | (step >= max_len) | ~torch.isfinite(new_cum[:, 0])
-        if cfg.early_stop:
-            done |= _cannot_improve(ranked, new_cum[:, 0], max_len, cfg)
-        keep = (~done).nonzero().flatten()
-        m = keep.numel()
-        if m == 0:
+    while b.active.numel():
+        n = b.active.numel()
+        lp, b.state, attn = model.decode_step(b.prev, b.state, b.enc)
+        if b.cum is None:
+            b.first_step(lp, attn, cfg)
+        lp = _mask_log_probs(lp, b.history.view(n * b.live, b.step), b.step, b.max_len.repeat_interleave(b.live),
+                             cfg)
+        candidates = _candidates(b.cum, lp, b.live, k)
+        is_eos = _finish_eos(finished, b, candidates, attn, src_len, cfg)
+        order, new_cum, keep = _continuing(finished, b, candidates[0], candidates[2], is_eos, cfg)
+        if keep.numel() == 0:
             break
-        new_beam = top_beam.gather(1, order)[keep]
-        row = (keep.unsqueeze(1) * live + new_beam).view(-1)  # rows of the old (n·live) layout
-        state = model.reorder_decoder_state(state, row)
-        if live == 1:
-            enc = model.reorder_encoder(enc, keep.repeat_interleave(k))
-        elif m < n:
-            enc = model.reorder_encoder(enc, (keep.unsqueeze(1) * k + beams).view(-1))
-        history = torch.cat([history.view(n * live, step)[row], new_tok[keep].view(-1, 1)], 1).view(m, k, step + 1)
-        tok_scores = torch.cat([tok_scores.view(n * live, step)[row],
-                                top_lp.gather(1, order)[keep].view(-1, 1)], 1).view(m, k, step + 1)
-        if attn_hist is not None:
-            s = attn_hist.shape[-1]
-            attn_hist = torch.cat([attn_hist.view(n * live, step, s)[row], attn[row].unsqueeze(1)], 1
-                                  ).view(m, k, step + 1, s)
-        cum = new_cum[keep]
-        prev = new_tok[keep].view(-1)
-        active, max_len = active[keep], max_len[keep]
-        live = k
-        step += 1
+        _advance(model, b, keep, order, new_cum, candidates, attn, k)
     results = []
     for hyps in finished:
         ranked = sorted(range(len(hyps)), key=lambda i: (-hyps[i].score, i))

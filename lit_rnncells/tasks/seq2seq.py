@@ -30,33 +30,27 @@ plus the cells' auxiliary losses (MZU's zone disagreement) from encoder and deco
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, NamedTuple, Optional, Tuple
+from dataclasses import replace
+from typing import Any, ClassVar, Dict, List, NamedTuple, Optional, Tuple
 
 import torch
 from lightning.pytorch.cli import LRSchedulerCallable, OptimizerCallable
-from lightning.pytorch.utilities import rank_zero_info
 from torch import Tensor, nn
 from torch.nn import functional as F
 
-from ..utils.arguments import check_positive, check_probability
+from ..utils.arguments import (apply_deprecated_names, check_positive, check_probability, option_group,
+                               say_deprecated_name)
 from ..cells.base import RecurrentCell, State
-from ..nn.attention import ATTENTION_KINDS, Attention
-from ..nn.beam_search import Hypothesis, SearchConfig, search, select_batch
+from ..nn.attention import Attention
+from ..nn.beam_search import select_batch
 from ..nn.backend import Plan, resolve
 from ..nn.recurrent import Recurrent, map_state, step_cell
 from .base import CellSpec, RecurrentTask, cell_config, resolve_cell
-from .. import metrics
+from .seq2seq_eval import Seq2SeqEvaluation
+from .seq2seq_options import (DECODING_OPTIONS, DEPRECATED_NAMES, DecodingConfig, SideConfig, Sizes,
+                              check_architecture, check_specials, resolve_sizes, search_configs, side_as_dict)
 
-EVAL_METRICS = ("sacrebleu", "tok_bleu", "rouge")
-SIGNATURE_LABELS = {"sacrebleu": "sacreBLEU", "tok_bleu": "tokenised BLEU (sacreBLEU)", "rouge": "ROUGE"}
-DECODING_OPTIONS = ("beam_size", "val_beam_size", "n_best", "length_penalty", "length_penalty_alpha", "min_length",
-                    "max_length_a", "max_length_b", "no_repeat_ngram_size", "ban_unk", "eval_metrics",
-                    "rouge_max_bytes", "rouge_multiref")
-"""Inference settings, not part of the model: kept out of the checkpoint's hparams, so the config (or
-``--model.init_args.beam_size`` etc.) given to ``test`` / ``predict`` applies to a trained checkpoint."""
-Record = Tuple[int, str, str, Tuple[str, ...], Tuple[str, ...]]
-"""An evaluated example: (index, hypothesis in the corpus's form, hypothesis detokenised, its references in the
-corpus's form, detokenised); one reference or several (DUC-2004 has four)."""
+__all__ = ["Seq2Seq", "DecodingConfig", "SideConfig", "EncoderOutput", "DECODING_OPTIONS"]
 DecoderState = Tuple[Tuple[State, ...], Tensor]
 """Per decoder layer its cell's state, and the previous attentional vector (input feeding)."""
 
@@ -74,135 +68,114 @@ def _upcast(x: Tensor) -> Tensor:
     return x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
 
 
-class Seq2Seq(RecurrentTask):
+class Seq2Seq(Seq2SeqEvaluation, RecurrentTask):
     """RNNSearch encoder-decoder over any cell (see the module docstring).
 
     Args:
-        cell: default cell of both sides; ``encoder_cell`` / ``decoder_cell`` override it per side.
-        source_vocab_size, target_vocab_size, pad_id, bos_id, eos_id: linked from the data; ``unk_id``.
-        embedding_size: both embeddings. hidden_size: decoder size, and the encoder's per direction unless
-            ``encoder_hidden_size`` is given (the encoder outputs, attention keys, are 2 × that).
-        num_layers: both sides; ``encoder_layers`` / ``decoder_layers`` override it.
-        attention: ``additive`` (default), ``dot`` (needs ``hidden_size == 2 * encoder_hidden_size``) or
-            ``general``; attention_size: additive score width.
-        output_size: size of the attentional vector (default hidden_size); must equal embedding_size
-            with ``tie_embeddings``.
-        attentional_layer: True (default): the softmax reads ``a_t = tanh(W [s_t; c_t; E y_{t−1}])``, which is
-            fed back (Luong's input feeding). False: the softmax reads ``[s_t; c_t; E y_{t−1}]`` directly and
-            the context ``c_t`` is fed back, as plain PyTorch RNNSearch implementations (the anchors) do.
+        cell: the cell of both sides unless ``encoder.cell`` / ``decoder.cell`` say otherwise.
+        source_vocab_size: linked from the data.
+        target_vocab_size: linked from the data.
+        pad_id: linked from the data (as ``bos_id`` and ``eos_id``).
+        unk_id: the unknown token (the data's is 1).
+        bos_id: linked from the data.
+        eos_id: linked from the data.
+        embedding_size: both embeddings.
+        hidden_size: both sides' state size unless ``encoder.hidden_size`` / ``decoder.hidden_size`` say
+            otherwise (the encoder's per direction: its outputs, the attention's keys, are twice that).
+        num_layers: both sides unless ``encoder.num_layers`` / ``decoder.num_layers`` say otherwise.
+        dropout: on embeddings and between layers; also on each side's outputs unless its ``output_dropout``
+            says otherwise.
+        encoder: the encoder's own cell, layers, hidden size and output dropout (:class:`SideConfig`).
+        decoder: the decoder's own cell, layers, hidden size and output dropout (:class:`SideConfig`).
+        attention: ``additive`` (default), ``dot`` (needs the decoder's hidden size = 2 × the encoder's) or
+            ``general``.
+        attention_size: additive score width (default: the decoder's hidden size).
         attention_query: ``after`` (default): the query is the top layer's state after the step (Luong,
             with input feeding); ``before``: the state before it, s_{t−1}, and the context c_t joins this
             step's input (Bahdanau et al. 2015, the RNNSearch of the MC-RNN paper's baseline).
+        attentional_layer: True (default): the softmax reads ``a_t = tanh(W [s_t; c_t; E y_{t−1}])``, which is
+            fed back (Luong's input feeding). False: the softmax reads ``[s_t; c_t; E y_{t−1}]`` directly and
+            the context ``c_t`` is fed back, as plain PyTorch RNNSearch implementations (the anchors) do.
+        output_size: size of the attentional vector (default: the decoder's hidden size); must equal
+            embedding_size with ``tie_embeddings``.
+        tie_embeddings: the softmax's weights are the target embedding.
         bridge: initialise the decoder from the encoder's final states (else zero states).
-        dropout: on embeddings and between layers; also on the encoder outputs and on what the softmax reads
-            unless ``encoder_output_dropout`` / ``output_dropout`` say otherwise (0 turns those off).
         label_smoothing: ε of the training loss (validation loss and perplexity are plain NLL).
         aux_loss_weight: multiplies the cells' auxiliary losses.
         max_source_length: longest source (in subwords, EOS included) the model accepts; None = any.
-        The decoding options below (:data:`DECODING_OPTIONS`) are not saved as hyperparameters: set them
-        in the config of ``test`` / ``predict`` or with :meth:`configure_decoding`.
-        beam_size, n_best: decoder of ``test`` / ``predict``; val_beam_size: of validation (1 = greedy).
-        length_penalty (gnmt / average / none), length_penalty_alpha, min_length, max_length_a,
-            max_length_b, no_repeat_ngram_size, ban_unk: see :mod:`lit_rnncells.nn.beam_search`.
-        eval_metrics: computed on the decoded validation / test outputs, any of ``sacrebleu``
-            (detokenised), ``tok_bleu`` (BLEU on the corpus' own tokens, what the papers report for
-            pre-tokenised corpora) and ``rouge`` (ROUGE-1/2/L F1, recall and precision); every reference of an
-            example counts (:mod:`lit_rnncells.metrics`), each metric's signature is printed and logged; empty:
-            loss only, no decoding.
-        rouge_max_bytes: score ROUGE on the first N bytes of hypothesis and references (ROUGE-1.5.5 ``-b N``);
-            ``None`` (default): the data's standard (75 for ``duc2004``, none otherwise); 0: never truncate.
-        rouge_multiref: how ROUGE scores an example with several references: ``pooled`` (ROUGE-1.5.5's ``-f A``,
-            hits and reference n-grams summed over all references, the published DUC-2004 protocol) or ``best``
-            (``rouge-score``'s best-F1 reference per metric); ``None`` (default): the data's standard (``pooled``
-            for ``duc2004``), else ``pooled`` when examples have several references and ``best`` with one.
+        decoding: beam search and metrics of validate / test / predict (:class:`DecodingConfig`); not saved
+            with the weights: set it in the config of ``test`` / ``predict`` or with :meth:`configure_decoding`.
+        optimizer: the optimiser (default Adam).
+        lr_scheduler: an optional learning-rate scheduler.
+        scheduler_monitor: the metric a plateau scheduler watches.
+        compile: compile the model with ``torch.compile``.
+        backend: the recurrence backend (docs/tasks.md).
     """
 
-    def __init__(self, cell: CellSpec = "GRU", encoder_cell: Optional[CellSpec] = None,
-                 decoder_cell: Optional[CellSpec] = None, source_vocab_size: int = 100,
-                 target_vocab_size: int = 100, pad_id: int = 0, unk_id: int = 1, bos_id: int = 2, eos_id: int = 3,
-                 embedding_size: int = 256, hidden_size: int = 512, encoder_hidden_size: Optional[int] = None,
-                 num_layers: int = 1,
-                 encoder_layers: Optional[int] = None, decoder_layers: Optional[int] = None,
-                 attention: str = "additive", attention_size: Optional[int] = None,
-                 output_size: Optional[int] = None, attentional_layer: bool = True,
-                 attention_query: str = "after", bridge: bool = True,
-                 dropout: float = 0.3, output_dropout: Optional[float] = None,
-                 encoder_output_dropout: Optional[float] = None,
-                 label_smoothing: float = 0.0, tie_embeddings: bool = False, aux_loss_weight: float = 1.0,
-                 max_source_length: Optional[int] = None, beam_size: int = 5, val_beam_size: int = 1,
-                 n_best: int = 1, length_penalty: str = "gnmt", length_penalty_alpha: float = 0.6,
-                 min_length: int = 0, max_length_a: float = 1.5, max_length_b: int = 10,
-                 no_repeat_ngram_size: int = 0, ban_unk: bool = False, eval_metrics: Optional[List[str]] = None,
-                 rouge_max_bytes: Optional[int] = None, rouge_multiref: Optional[str] = None,
+    DEPRECATED_NAMES: ClassVar[Dict[str, str]] = DEPRECATED_NAMES
+
+    def __init__(self, cell: CellSpec = "GRU", source_vocab_size: int = 100, target_vocab_size: int = 100,
+                 pad_id: int = 0, unk_id: int = 1, bos_id: int = 2, eos_id: int = 3, embedding_size: int = 256,
+                 hidden_size: int = 512, num_layers: int = 1, dropout: float = 0.3,
+                 encoder: SideConfig = SideConfig(), decoder: SideConfig = SideConfig(),
+                 attention: str = "additive", attention_size: Optional[int] = None, attention_query: str = "after",
+                 attentional_layer: bool = True, output_size: Optional[int] = None, tie_embeddings: bool = False,
+                 bridge: bool = True, label_smoothing: float = 0.0, aux_loss_weight: float = 1.0,
+                 max_source_length: Optional[int] = None, decoding: DecodingConfig = DecodingConfig(),
                  optimizer: OptimizerCallable = torch.optim.Adam,
                  lr_scheduler: Optional[LRSchedulerCallable] = None, scheduler_monitor: str = "val/loss",
-                 compile: bool = False, backend: Optional[str] = None) -> None:
+                 compile: bool = False, backend: Optional[str] = None, **deprecated: Any) -> None:
         super().__init__(cell, optimizer, lr_scheduler, scheduler_monitor, compile=compile, backend=backend)
-        encoder_layers = num_layers if encoder_layers is None else encoder_layers
-        decoder_layers = num_layers if decoder_layers is None else decoder_layers
-        output_size = hidden_size if output_size is None else output_size
-        attention_size = hidden_size if attention_size is None else attention_size
-        encoder_hidden_size = hidden_size if encoder_hidden_size is None else encoder_hidden_size
+        groups = apply_deprecated_names(type(self).__name__, self.DEPRECATED_NAMES, deprecated, {
+            "encoder": option_group(SideConfig, encoder, "encoder"),
+            "decoder": option_group(SideConfig, decoder, "decoder"),
+            "decoding": option_group(DecodingConfig, decoding, "decoding")})
+        encoder, decoder = groups["encoder"], groups["decoder"]
+        sizes = resolve_sizes(hidden_size, num_layers, dropout, encoder, decoder, attention_size, output_size)
         check_positive(source_vocab_size=source_vocab_size, target_vocab_size=target_vocab_size,
-                       embedding_size=embedding_size, hidden_size=hidden_size,
-                       encoder_hidden_size=encoder_hidden_size, encoder_layers=encoder_layers,
-                       decoder_layers=decoder_layers, output_size=output_size, attention_size=attention_size)
+                       embedding_size=embedding_size)
         if max_source_length is not None:
             check_positive(max_source_length=max_source_length)
-        output_dropout = dropout if output_dropout is None else output_dropout
-        encoder_output_dropout = dropout if encoder_output_dropout is None else encoder_output_dropout
-        check_probability(dropout=dropout, label_smoothing=label_smoothing, output_dropout=output_dropout,
-                          encoder_output_dropout=encoder_output_dropout)
+        check_probability(label_smoothing=label_smoothing)
         if aux_loss_weight < 0:
             raise ValueError(f"aux_loss_weight must be >= 0, got {aux_loss_weight}.")
         specials = {"pad_id": pad_id, "unk_id": unk_id, "bos_id": bos_id, "eos_id": eos_id}
-        for name, value in specials.items():
-            if not 0 <= value < target_vocab_size:
-                raise ValueError(f"{name}={value} is not a token of the target vocabulary of size "
-                                 f"{target_vocab_size}; use the data's special ids (pad 0, unk 1, bos 2, eos 3).")
-        if len(set(specials.values())) != 4:
-            raise ValueError(f"The special ids must differ, got {specials}; use pad 0, unk 1, bos 2, eos 3.")
-        if attention not in ATTENTION_KINDS:
-            raise ValueError(f"Unknown attention {attention!r}; use one of {', '.join(ATTENTION_KINDS)}.")
-        if attention == "dot" and hidden_size != 2 * encoder_hidden_size:
-            raise ValueError(f"dot attention needs hidden_size ({hidden_size}) = 2 * encoder_hidden_size "
-                             f"({encoder_hidden_size}), the size of the bidirectional encoder outputs; set "
-                             f"encoder_hidden_size to {hidden_size // 2} or use attention 'general' or 'additive'.")
-        if attention_query not in ("after", "before"):
-            raise ValueError(f"Unknown attention_query {attention_query!r}; use 'after' (Luong: the state after the "
-                             "step, input feeding) or 'before' (Bahdanau: the state before the step).")
-        if tie_embeddings and not attentional_layer:
-            raise ValueError("tie_embeddings needs the attentional layer (its output is what the softmax reads); set "
-                             "attentional_layer true or tie_embeddings false.")
-        if tie_embeddings and output_size != embedding_size:
-            raise ValueError(f"tie_embeddings needs output_size ({output_size}) to equal embedding_size "
-                             f"({embedding_size}); set output_size to {embedding_size}.")
-        self.save_hyperparameters(ignore=["optimizer", "lr_scheduler", *DECODING_OPTIONS], logger=False)
-        self.hparams["cell"] = cell_config(cell)
-        self.hparams["encoder_cell"] = None if encoder_cell is None else cell_config(encoder_cell)
-        self.hparams["decoder_cell"] = None if decoder_cell is None else cell_config(decoder_cell)
+        check_specials(specials, target_vocab_size)
+        check_architecture(sizes, embedding_size, attention, attention_query, attentional_layer, tie_embeddings)
+        self.save_hyperparameters(ignore=["optimizer", "lr_scheduler", "decoding", "deprecated", *deprecated],
+                                  logger=False)
+        self.hparams.update(cell=cell_config(cell), encoder=side_as_dict(encoder), decoder=side_as_dict(decoder))
         self.pad_id, self.unk_id, self.bos_id, self.eos_id = pad_id, unk_id, bos_id, eos_id
-        self.configure_decoding(beam_size=beam_size, val_beam_size=val_beam_size, n_best=n_best,
-                                length_penalty=length_penalty, length_penalty_alpha=length_penalty_alpha,
-                                min_length=min_length, max_length_a=max_length_a, max_length_b=max_length_b,
-                                no_repeat_ngram_size=no_repeat_ngram_size, ban_unk=ban_unk,
-                                eval_metrics=["sacrebleu"] if eval_metrics is None else eval_metrics,
-                                rouge_max_bytes=rouge_max_bytes, rouge_multiref=rouge_multiref)
-        enc_factory = self.cell_factory if encoder_cell is None else resolve_cell(encoder_cell)
-        dec_factory = self.cell_factory if decoder_cell is None else resolve_cell(decoder_cell)
-        memory_size = 2 * encoder_hidden_size
+        self.configure_decoding(groups["decoding"])
         # what joins the embedding at the next step's input: the attentional vector (input feeding), or the
         # context (without that layer; or with the query before the step, this step's own context)
         self.query_before = attention_query == "before"
-        self.output_size = output_size if attentional_layer and not self.query_before else memory_size
-
+        memory_size = 2 * sizes.encoder_hidden
+        self.output_size = sizes.output_size if attentional_layer and not self.query_before else memory_size
         self.source_embedding = nn.Embedding(source_vocab_size, embedding_size, padding_idx=pad_id)
         self.target_embedding = nn.Embedding(target_vocab_size, embedding_size, padding_idx=pad_id)
-        self.encoder = Recurrent(enc_factory, embedding_size, encoder_hidden_size, num_layers=encoder_layers,
-                                 bidirectional=True, dropout=dropout, batch_first=True, backend=self.backend)
+        self.encoder = Recurrent(self._side_factory(encoder), embedding_size, sizes.encoder_hidden,
+                                 num_layers=sizes.encoder_layers, bidirectional=True, dropout=dropout,
+                                 batch_first=True, backend=self.backend)
+        self._build_decoder(self._side_factory(decoder), sizes, embedding_size, bridge)
+        self.attention = Attention(sizes.decoder_hidden, memory_size, attention, sizes.attention_size)
+        self._build_output(sizes, embedding_size, target_vocab_size, attentional_layer, tie_embeddings)
+        self.drop = nn.Dropout(dropout)
+        self.output_drop = nn.Dropout(sizes.decoder_dropout)
+        self.memory_drop = nn.Dropout(sizes.encoder_dropout)
+        self._init_evaluation()
+
+    def _side_factory(self, side: SideConfig) -> Any:
+        """The cell factory of one side: its own cell, else the model's."""
+        return self.cell_factory if side.cell is None else resolve_cell(side.cell)
+
+    def _build_decoder(self, factory: Any, sizes: Sizes, embedding_size: int, bridge: bool) -> None:
+        """The decoder's cells (the first reads the embedding and the fed-back vector) and, with ``bridge``, one
+        map per floating leaf of each layer's state from the encoder's final outputs."""
         cells = []
-        for layer in range(decoder_layers):
-            built = dec_factory(embedding_size + self.output_size if layer == 0 else hidden_size, hidden_size)
+        for layer in range(sizes.decoder_layers):
+            size_in = embedding_size + self.output_size if layer == 0 else sizes.decoder_hidden
+            built = factory(size_in, sizes.decoder_hidden)
             if not isinstance(built, RecurrentCell):
                 raise TypeError(f"The decoder cell factory returned {type(built).__name__}, not a RecurrentCell; "
                                 "pass a cell class from lit_rnncells.cells or a factory building one.")
@@ -211,63 +184,45 @@ class Seq2Seq(RecurrentTask):
         bridges = []
         for c in cells:  # one map per floating leaf of each decoder layer's state
             leaves = _leaves(c.initial_state(1)) if bridge else []
-            bridges.append(nn.ModuleList(nn.Linear(memory_size, leaf.shape[-1]) for leaf in leaves
+            bridges.append(nn.ModuleList(nn.Linear(2 * sizes.encoder_hidden, leaf.shape[-1]) for leaf in leaves
                                          if leaf.is_floating_point()))
         self.bridges = nn.ModuleList(bridges)
-        self.attention = Attention(hidden_size, memory_size, attention, attention_size)
+
+    def _build_output(self, sizes: Sizes, embedding_size: int, target_vocab_size: int, attentional_layer: bool,
+                      tie_embeddings: bool) -> None:
+        """The attentional layer (or none) and the softmax's linear map (tied to the target embedding or not)."""
+        state_and_context = sizes.decoder_hidden + 2 * sizes.encoder_hidden
         self.combine_state: Optional[nn.Linear] = None
         self.combine_embedding: Optional[nn.Linear] = None
         if attentional_layer:
-            self.combine_state = nn.Linear(hidden_size + memory_size, output_size, bias=False)  # W [s_t; c_t]
-            self.combine_embedding = nn.Linear(embedding_size, output_size)  # W E y_{t−1} + b, over all t at once
-            self.generator = nn.Linear(output_size, target_vocab_size)
+            self.combine_state = nn.Linear(state_and_context, sizes.output_size, bias=False)  # W [s_t; c_t]
+            self.combine_embedding = nn.Linear(embedding_size, sizes.output_size)  # W E y_{t−1} + b, all t at once
+            self.generator = nn.Linear(sizes.output_size, target_vocab_size)
         else:  # the softmax reads [s_t; c_t; E y_{t−1}] itself
-            self.generator = nn.Linear(hidden_size + memory_size + embedding_size, target_vocab_size)
+            self.generator = nn.Linear(state_and_context + embedding_size, target_vocab_size)
         if tie_embeddings:
             self.generator.weight = self.target_embedding.weight
-        self.drop = nn.Dropout(dropout)
-        self.output_drop = nn.Dropout(output_dropout)
-        self.memory_drop = nn.Dropout(encoder_output_dropout)
-        self.source_tokenizer: Any = None
-        self.target_tokenizer: Any = None
-        self._eval_sums: Optional[Tensor] = None
-        self._records: List[Record] = []
-        self.data_rouge_max_bytes: Optional[int] = None  # the DataModule's standard truncation (setup)
-        self.data_rouge_multiref: Optional[str] = None  # the DataModule's standard multi-reference ROUGE (setup)
-        self.metric_signatures: Dict[str, str] = {}  # what the last scoring used, by metric name
-        self._signatures_logged: set = set()
 
-    def configure_decoding(self, **options: Any) -> None:
-        """Set decoding / evaluation options (any of :data:`DECODING_OPTIONS`), e.g. after loading a checkpoint:
-        ``model.configure_decoding(beam_size=10, n_best=3)``. Checked here, one clear error each."""
+    def configure_decoding(self, decoding: Optional[DecodingConfig] = None, **options: Any) -> None:
+        """Set how the model decodes and scores, e.g. after loading a checkpoint: a whole
+        :class:`DecodingConfig`, or some of its fields over the current ones,
+        ``model.configure_decoding(beam_size=10, n_best=3)`` (the old ``length_penalty_alpha`` is ``alpha``).
+        Checked here, one clear error each."""
+        if "length_penalty_alpha" in options:
+            say_deprecated_name(type(self).__name__, "length_penalty_alpha", "decoding.alpha")
+            options["alpha"] = options.pop("length_penalty_alpha")
         unknown = sorted(set(options) - set(DECODING_OPTIONS))
         if unknown:
             raise ValueError(f"Unknown decoding options {unknown}; choose from {', '.join(DECODING_OPTIONS)}.")
-        current = dict(getattr(self, "decoding", {}))
-        current.update(options)
-        check_positive(val_beam_size=current["val_beam_size"])
-        metrics = list(current["eval_metrics"])
-        bad = [m for m in metrics if m not in EVAL_METRICS]
-        if bad:
-            raise ValueError(f"Unknown eval_metrics {bad}; choose from {', '.join(EVAL_METRICS)}.")
-        max_bytes = current["rouge_max_bytes"]
-        if max_bytes is not None and (isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 0):
-            raise ValueError(f"rouge_max_bytes must be a number of bytes (75 for DUC-2004), 0 for no truncation or "
-                             f"null for the data's standard, got {max_bytes!r}.")
-        if current.get("rouge_multiref") not in (None, "pooled", "best"):
-            raise ValueError(f"rouge_multiref must be 'pooled' (ROUGE-1.5.5 -f A, every reference counted), 'best' "
-                             f"(the best-F1 reference) or null for the data's standard, got "
-                             f"{current['rouge_multiref']!r}.")
-        shared = dict(length_penalty=current["length_penalty"], alpha=current["length_penalty_alpha"],
-                      min_length=current["min_length"], max_length_a=current["max_length_a"],
-                      max_length_b=current["max_length_b"], no_repeat_ngram_size=current["no_repeat_ngram_size"],
-                      ban_unk=current["ban_unk"], pad_id=self.pad_id, unk_id=self.unk_id, bos_id=self.bos_id,
-                      eos_id=self.eos_id)
-        val_search = SearchConfig(beam_size=current["val_beam_size"], n_best=1, **shared)
-        self.test_search = SearchConfig(beam_size=current["beam_size"], n_best=current["n_best"], **shared)
-        self.val_search = val_search
-        self.eval_metrics = metrics
-        self.decoding = {**current, "eval_metrics": metrics}
+        current = option_group(DecodingConfig, decoding, "decoding") if decoding is not None \
+            else getattr(self, "decoding", DecodingConfig())
+        current = replace(current, **options)
+        metrics = ("sacrebleu",) if current.eval_metrics is None else tuple(current.eval_metrics)
+        current = replace(current, eval_metrics=metrics)
+        specials = {"pad_id": self.pad_id, "unk_id": self.unk_id, "bos_id": self.bos_id, "eos_id": self.eos_id}
+        self.val_search, self.test_search = search_configs(current, specials)
+        self.eval_metrics = list(metrics)
+        self.decoding = current
 
     @property
     def has_aux_loss(self) -> bool:
@@ -451,149 +406,6 @@ class Seq2Seq(RecurrentTask):
             self.log_aux_loss("train", aux, self.aux_loss_name, n)
             loss = loss + self.hparams.aux_loss_weight * aux
         return loss
-
-    # --- evaluation ------------------------------------------------------------------------
-    def translate(self, source: Tensor, source_lengths: Tensor, cfg: Optional[SearchConfig] = None
-                  ) -> List[List[Hypothesis]]:
-        """Decode a batch (greedy when ``cfg.beam_size == 1``); default: the test/predict decoder."""
-        was_training = self.training
-        self.eval()
-        try:
-            return search(self, source, source_lengths, cfg or self.test_search)
-        finally:
-            self.train(was_training)
-
-    def _texts(self, tokens: List[int]) -> Tuple[str, str]:
-        """(corpus form, natural detokenised text) of a token list; ids joined if no tokenizer."""
-        tok = self.target_tokenizer
-        if tok is None:
-            text = " ".join(map(str, tokens))
-            return text, text
-        corpus = tok.decode(tokens)
-        return corpus, tok.detokenize(corpus)
-
-    def _eval_step(self, batch: Dict[str, Any], cfg: SearchConfig) -> None:
-        logits, gold, _ = self._real_logits(batch)
-        nll = F.cross_entropy(logits, gold, reduction="sum").double()
-        sums = torch.stack([nll, torch.full_like(nll, gold.numel())])
-        self._eval_sums = sums if self._eval_sums is None else self._eval_sums + sums
-        if self.eval_metrics and "references" in batch:
-            hyps = search(self, batch["source"], batch["source_lengths"], cfg)
-            tok = self.target_tokenizer
-            for index, nbest, ref in zip(batch["index"].tolist(), hyps, batch["references"]):
-                corpus, natural = self._texts(nbest[0].tokens)
-                refs = (ref,) if isinstance(ref, str) else tuple(ref)  # one reference, or several
-                self._records.append((int(index), corpus, natural, refs,
-                                      refs if tok is None else tuple(tok.detokenize(r) for r in refs)))
-
-    def _gather_records(self) -> List[Record]:
-        records, self._records = self._records, []
-        dist = torch.distributed
-        if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
-            gathered: List[Any] = [None] * dist.get_world_size()
-            dist.all_gather_object(gathered, records)
-            records = [r for part in gathered for r in part]
-        unique = {r[0]: r for r in records}  # a sampler may repeat examples to even out ranks
-        return [unique[i] for i in sorted(unique)]
-
-    def _eval_epoch_end(self, stage: str) -> Dict[str, float]:
-        sums = self._eval_sums if self._eval_sums is not None else torch.zeros(2, dtype=torch.float64,
-                                                                                  device=self.device)
-        self._eval_sums = None
-        if self._trainer is not None and self.trainer.world_size > 1:
-            sums = self.trainer.strategy.reduce(sums, reduce_op="sum")
-        mean = (sums[0] / sums[1].clamp_min(1)).float()
-        # every rank holds the same values now: sync_dist only averages identical numbers
-        self.log(f"{stage}/loss", mean, prog_bar=True, sync_dist=True)
-        self.log(f"{stage}/ppl", torch.exp(mean.clamp(max=50)), sync_dist=True)
-        scores = self.score_records(self._gather_records())
-        for name, value in scores.items():
-            self.log(f"{stage}/{name}", value, prog_bar=name in ("sacrebleu", "rouge1"), sync_dist=True)
-        return scores
-
-    @property
-    def rouge_truncation(self) -> Optional[int]:
-        """The bytes ROUGE reads of each text: ``rouge_max_bytes``, else the data's standard; None: all."""
-        chosen = self.decoding["rouge_max_bytes"]
-        chosen = self.data_rouge_max_bytes if chosen is None else chosen
-        return chosen or None
-
-    @property
-    def rouge_multiref(self) -> Optional[str]:
-        """How ROUGE combines several references: ``rouge_multiref``, else the data's standard; None: the
-        metric's own rule (``pooled``, ROUGE-1.5.5 ``-f A``, with several references, ``best`` with one)."""
-        return self.decoding.get("rouge_multiref") or self.data_rouge_multiref
-
-    def score_records(self, records: List[Record]) -> Dict[str, float]:
-        """The configured metrics of (index, hyp corpus form, hyp detokenised, refs, refs detokenised) records
-        (a single reference may be given as a string). Each metric's signature goes to
-        :attr:`metric_signatures`, and is printed and logged the first time it appears."""
-        if not records:
-            return {}
-        _, hyp_corpus, hyp_text, ref_corpus, ref_text = map(list, zip(*records))
-        scores: Dict[str, float] = {}
-        signatures: Dict[str, str] = {}
-        for name in self.eval_metrics:
-            if name == "sacrebleu":
-                scores["sacrebleu"], signatures["sacrebleu"] = metrics.sacrebleu_corpus(hyp_text, ref_text)
-            elif name == "tok_bleu":
-                scores["tok_bleu"], signatures["tok_bleu"] = metrics.tokenized_bleu_corpus(hyp_corpus, ref_corpus)
-            else:
-                rouge, signatures["rouge"] = metrics.rouge_corpus(hyp_corpus, ref_corpus,
-                                                                  max_bytes=self.rouge_truncation,
-                                                                  multiref=self.rouge_multiref)
-                scores.update(rouge)
-        self.metric_signatures = signatures
-        self._announce_signatures(signatures)
-        return scores
-
-    def _announce_signatures(self, signatures: Dict[str, str]) -> None:
-        """Print and log each metric's signature once (again if it changes, e.g. a test set with 4 references)."""
-        if self.global_rank != 0:
-            return
-        for name, signature in signatures.items():
-            if (name, signature) in self._signatures_logged:
-                continue
-            self._signatures_logged.add((name, signature))
-            rank_zero_info(f"{SIGNATURE_LABELS[name]} signature: {signature}")
-            if self._trainer is not None:
-                for logger in self.trainer.loggers:
-                    logger.log_hyperparams({f"{name}_signature": signature})
-
-    def on_validation_epoch_start(self) -> None:
-        self._eval_sums, self._records = None, []
-
-    def validation_step(self, batch: Dict[str, Any], batch_idx: int) -> None:
-        self._eval_step(batch, self.val_search)
-
-    def on_validation_epoch_end(self) -> None:
-        self._eval_epoch_end("val")
-
-    def on_test_epoch_start(self) -> None:
-        self._eval_sums, self._records = None, []
-
-    def test_step(self, batch: Dict[str, Any], batch_idx: int) -> None:
-        self._eval_step(batch, self.test_search)
-
-    def on_test_epoch_end(self) -> None:
-        self._eval_epoch_end("test")
-
-    # --- predict ---------------------------------------------------------------------------
-    def predict_step(self, batch: Dict[str, Any], batch_idx: int) -> List[Dict[str, Any]]:
-        """One record per input line: ``index``, ``text`` (the best hypothesis, detokenised; with
-        ``n_best > 1`` one line per hypothesis, ``score<TAB>text``, best first), ``nbest``
-        [(text, score)] and ``scores`` (per-token log-probabilities of the best, EOS included)."""
-        hyps = search(self, batch["source"], batch["source_lengths"], self.test_search)
-        records = []
-        for index, nbest in zip(batch["index"].tolist(), hyps):
-            texts = [(self._texts(h.tokens)[1], h.score) for h in nbest]
-            if self.test_search.n_best == 1:
-                text = texts[0][0]
-            else:
-                text = "\n".join(f"{score:.4f}\t{t}" for t, score in texts)
-            records.append({"index": int(index), "text": text, "nbest": texts,
-                            "scores": nbest[0].token_scores.tolist()})
-        return records
 
 
 def _leaves(state: State) -> List[Tensor]:
