@@ -11,7 +11,9 @@ import torch
 import yaml
 
 from lit_rnncells.utils import arguments
-from lit_rnncells.cli import _compare_with_checkpoint, run
+from lit_rnncells.cli import run
+from lit_rnncells.command.deprecated_names import regroup_init_args
+from lit_rnncells.command.checkpoint_options import compare_with_checkpoint as _compare_with_checkpoint
 from lit_rnncells.data import TranslationDataModule
 from lit_rnncells.data.checkpoint_state import options_the_checkpoint_overrides
 from lit_rnncells.data.translation_options import Batching, Lengths, Subwords
@@ -80,13 +82,13 @@ def test_the_argv_rewrite_follows_the_chosen_class(capsys):
 
 def test_checkpoint_comparison_reads_old_flat_hyperparameters():
     init_args = {"hidden_size": 16, **{k: {f: v for f, v in vars(g).items()} for k, g in grouped_lm().items()}}
-    flat = {"hidden_size": 16, **OLD_LM}
+    flat = regroup_init_args("LanguageModel", {"hidden_size": 16, **OLD_LM})  # as the command line reads it
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # equal: no warning
-        _compare_with_checkpoint(init_args, flat, "x.ckpt", LanguageModel.DEPRECATED_NAMES)
+        _compare_with_checkpoint(init_args, flat, "x.ckpt")
     with pytest.warns(UserWarning, match=r"regularization.dropout=0.3 \(you gave 0.5\)"):
         _compare_with_checkpoint({**init_args, "regularization": {**init_args["regularization"], "dropout": 0.5}},
-                                 flat, "x.ckpt", LanguageModel.DEPRECATED_NAMES)
+                                 flat, "x.ckpt")
 
 
 def test_ignored_tokenizer_options_read_old_and_new_checkpoints(tmp_path):

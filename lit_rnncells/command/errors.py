@@ -13,7 +13,7 @@ import importlib
 import inspect
 import re
 from pathlib import Path
-from typing import Iterator, List, Optional, Sequence
+from typing import Iterator, List, Optional
 
 from ..cells.registry import available_cells, cell_options, get_cell, no_option_message  # noqa: F401
 

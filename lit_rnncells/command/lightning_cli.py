@@ -26,6 +26,7 @@ from .callbacks import (DIVERGENCE_PATIENCE, DIVERGENCE_THRESHOLD, FiniteGuard, 
 from ..data.checkpoint_state import ignored_options_warning, read_checkpoint
 from ..utils.progress import LineProgress, wants_line_progress
 from ..utils.quiet import quiet_mid_epoch_resume_warning
+from .checkpoint_options import DATA_TO_MODEL_LINKS, compare_with_checkpoint
 from .deprecated_names import regroup_init_args
 from .start_checks import (check_accelerator, check_output_paths, check_predict_output, check_validation_interval,
                            report_start)
@@ -34,9 +35,6 @@ from .slurm_tasks import agree_with_srun, global_rank
 
 PROG = "python -m lit_rnncells"
 """How usage lines name the command line."""
-# Sizes that come from the data flow into the model when the model has a parameter of that name.
-DATA_TO_MODEL_LINKS = ("vocab_size", "num_classes", "pad_id", "source_vocab_size", "target_vocab_size",
-                       "bos_id", "eos_id")
 
 
 def unused_path(path: Path) -> Path:
@@ -168,7 +166,7 @@ class LitRNNCellsCLI(LightningCLI):
                                  f"a {class_path.rsplit('.', 1)[-1]}; use the config it was trained with.")
             hparams = regroup_init_args(class_path, checkpoint.get("hyper_parameters") or {})  # old flat names
             if model is not None and model.get("init_args") is not None:
-                _compare_with_checkpoint(model["init_args"], hparams, ckpt_path)
+                compare_with_checkpoint(model["init_args"], hparams, ckpt_path)
             self._apply_checkpoint_hparams(subcommand, hparams)
 
     def _apply_checkpoint_hparams(self, subcommand: str, hparams: Dict[str, Any]) -> None:
@@ -375,64 +373,6 @@ def fit_summary(trainer: Trainer, config_callback: Optional[LoggerConfigCallback
 
 TASK_KEY = "lit_rnncells_task"
 """Where a task's checkpoint records its class (``RecurrentTask.on_save_checkpoint``)."""
-SHAPE_SUFFIXES = ("_size", "_layers", "_cell")
-SHAPE_NAMES = ("cell", "bidirectional", "tie_weights", "tie_target_embedding", "zones", "num_classes")
-
-
-def _plain(value: Any) -> Any:
-    """A comparable form of a config or hparams value: cells by class name, namespaces as dicts."""
-    if hasattr(value, "as_dict"):
-        value = value.as_dict()
-    if isinstance(value, dict) and "class_path" in value:
-        return (str(value["class_path"]).rsplit(".", 1)[-1], _plain(value.get("init_args") or {}))
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, str) and value and value[0].isupper():
-        return (value.rsplit(".", 1)[-1], {})  # a cell by name, as GRU or lit_rnncells.cells.GRU
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value
-
-
-def _show(value: Any) -> str:
-    """A short rendering of a config value for messages: cells by class name (and options)."""
-    plain = _plain(value)
-    if isinstance(plain, tuple):
-        name, options = plain
-        return f"{name}({', '.join(f'{k}={v!r}' for k, v in options.items())})" if options else name
-    return repr(plain)
-
-
-def _flat_groups(options: Dict[str, Any]) -> Dict[str, Any]:
-    """Options with each option group's fields as ``group.field`` (a cell's ``class_path`` dict stays whole)."""
-    flat: Dict[str, Any] = {}
-    for key, value in options.items():
-        if hasattr(value, "as_dict"):
-            value = value.as_dict()
-        if isinstance(value, dict) and "class_path" not in value and value:
-            flat.update({f"{key}.{k}": v for k, v in _flat_groups(value).items()})
-        else:
-            flat[key] = value
-    return flat
-
-
-def _compare_with_checkpoint(init_args: Any, hparams: Dict[str, Any], ckpt_path: str) -> None:
-    """Refuse flags that change the weights' shapes; warn about the others (the checkpoint's values win).
-    Both sides compare field by field (``encoder.num_layers``); ``hparams`` come regrouped (old flat names)."""
-    given = _flat_groups(init_args.as_dict() if hasattr(init_args, "as_dict") else dict(init_args))
-    differing = {k: (given[k], v) for k, v in _flat_groups(hparams).items()
-                 if k in given and k not in DATA_TO_MODEL_LINKS and _plain(given[k]) != _plain(v)}
-    shaped = {k: d for k, d in differing.items()
-              if k.rsplit(".", 1)[-1] in SHAPE_NAMES or k.endswith(SHAPE_SUFFIXES)}
-    if shaped:
-        listed = ", ".join(f"{k}={_show(g)} (checkpoint: {_show(c)})" for k, (g, c) in shaped.items())
-        raise ValueError(f"The options {listed} differ from the checkpoint {ckpt_path}, whose weights have other "
-                         "shapes; drop those options to use the checkpoint, or train a new model without --ckpt_path.")
-    if differing:
-        listed = ", ".join(f"{k}={_show(c)} (you gave {_show(g)})" for k, (g, c) in differing.items())
-        rank_zero_warn(f"Using the checkpoint's values {listed}: a checkpoint's model options win over the config.")
-
-
 def _init_parameters(class_path: Optional[str]) -> List[str]:
     """The constructor parameter names of a class given by its import path (empty if it cannot be imported)."""
     if not class_path or "." not in class_path:
