@@ -474,7 +474,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     try:
-        if args.scale == "paper" or args.time_budget is not None or args.total_minutes is not None:
+        if args.scale == "paper" or any(v is not None for v in (args.time_budget, args.total_minutes,
+                                                                  args.startup_allowance)):
             if args.launcher == "slurm":
                 raise CompareError("--scale paper runs every run at once on this machine's GPU; on a Slurm cluster "
                                    "drop --launcher slurm and submit the command as one job, or drop --scale paper.")
