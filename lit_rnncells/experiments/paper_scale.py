@@ -106,7 +106,7 @@ def experiments(paper: str, cpu_experiments: Sequence[Any], Experiment: Callable
 STARTUP_ALLOWANCE = 60.0
 """Default seconds of ``--total-minutes`` kept for each run's start, before its first step: process start, imports,
 model build, data loading (``--startup-allowance``). Measured by ``scripts/measure_startup.py`` on the project's
-2-core CPU machine under a load average of 7-8 (docs/reproduction.md): a paper-size MZU PTB char child had
+2-core CPU machine under a load average of 7-8 (docs/compare.md): a paper-size MZU PTB char child had
 imported, built its model and loaded the data 11.7-17.3 s after its process started (the 5 cells of Table 1,
 median of 2). The default adds a margin for 5 such processes starting at once and for what a GPU adds, which was not
 measured (no GPU here): the CUDA context and the first kernels, and the sanity validation on the GPU."""
@@ -234,7 +234,7 @@ def add_options(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--startup-allowance", type=float, metavar="SECONDS",
                     help="with --total-minutes: seconds kept for each run's start before its first step (process "
                          f"start, imports, model build, data loading; default {STARTUP_ALLOWANCE:g}, measured on CPU "
-                         "plus a margin: docs/reproduction.md); a further "
+                         "plus a margin: docs/compare.md); a further "
                          f"{TEST_SHARE:.0%} of the minutes is kept for the test and the report")
     ap.add_argument("--results", help="with --scale paper: the small folder of the report, runs.csv and curves "
                                       "(default <out>/results)")
