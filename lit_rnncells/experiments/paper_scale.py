@@ -106,8 +106,8 @@ def experiments(paper: str, cpu_experiments: Sequence[Any], Experiment: Callable
 STARTUP_ALLOWANCE = 60.0
 """Default seconds of ``--total-minutes`` kept for each run's start, before its first step: process start, imports,
 model build, data loading (``--startup-allowance``). Measured by ``scripts/measure_startup.py`` on the project's
-2-core CPU machine under a load average of 7-8 (docs/compare.md): a paper-size MZU PTB char child had
-imported, built its model and loaded the data 11.7-17.3 s after its process started (the 5 cells of Table 1,
+2-core CPU machine under a load average of 4.5-8 (docs/compare.md): a paper-size MZU PTB char child had
+imported, built its model and loaded the data 13.6-19.9 s after its process started (the 5 cells of Table 1,
 median of 2). The default adds a margin for 5 such processes starting at once and for what a GPU adds, which was not
 measured (no GPU here): the CUDA context and the first kernels, and the sanity validation on the GPU."""
 TEST_SHARE = 0.15
