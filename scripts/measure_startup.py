@@ -64,7 +64,8 @@ def measure(cell: str, config: str, hidden: int, run_dir: Path) -> Dict[str, flo
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
     line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("MARKS ")), None)
     if line is None:
-        raise SystemExit(f"error: the measured process stopped before training: {proc.stderr[-2000:]}")
+        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        raise SystemExit(f"error: the measured {cell} run stopped before training: {last}")
     return {k: v - start for k, v in json.loads(line[len("MARKS "):]).items()}
 
 
@@ -82,6 +83,9 @@ def main() -> None:
     if args.child:
         child(json.loads(args.child))
         return
+    if not os.environ.get("LIT_RNNCELLS_DATA"):
+        raise SystemExit("error: LIT_RNNCELLS_DATA is not set; point it at the data folder (the paper's corpus is "
+                         "read from it, as a paper-scale run reads it).")
     exp = next(e for e in paper_scale.experiments(args.paper, PAPERS[args.paper][1], Experiment)
                if e.name == args.experiment)
     from lit_rnncells.experiments.compare import check_cell
