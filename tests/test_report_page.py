@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from lit_rnncells import reproduce
 from lit_rnncells.experiments.report_page import END, blocks, merge, start
 
@@ -91,3 +93,19 @@ def test_the_paper_scale_report_goes_beside_the_cpu_one(tmp_path, monkeypatch):
     text = report.read_text()
     assert text.startswith(shipped) and "run-one-xyz" not in text
     assert blocks(text)["paper_scale"] == "## Reproducing MZU at the paper's size\n\n### PTB\n\nsecond\n"
+
+
+@pytest.mark.parametrize("paper", ["caru", "mcrnn", "mufuru"])
+def test_the_other_shipped_reports_lose_no_line_and_repeat_none_when_read_again(paper, tmp_path):
+    """Each as it was before the markers: its notes (a fixed text) are marked where the page holds them whole, so
+    are not written a second time; with its markers, it is left as it is."""
+    def bare(text: str) -> str:
+        return "".join(ln for ln in text.splitlines(keepends=True) if not ln.startswith("<!-- "))
+
+    shipped = (ROOT / "docs" / "reproduction" / f"{paper}.md").read_text()
+    for page in (bare(shipped), shipped):
+        report = tmp_path / f"{paper}.md"
+        report.write_text(page)
+        assert reproduce.main([paper, "--out", str(tmp_path / "runs"), "--report", str(report), "--read-only"]) == 0
+        assert bare(report.read_text()) == bare(shipped)
+    assert report.read_text() == shipped

@@ -69,9 +69,10 @@ def blocks(text: str) -> Dict[str, str]:
     return out
 
 
-def mark_unmarked(text: str, headings: Dict[str, str]) -> str:
+def mark_unmarked(text: str, headings: Dict[str, str], fixed: Optional[Dict[str, str]] = None) -> str:
     """``text`` (a page without markers) with markers around its generated lines: ``headings`` maps each part's
-    key to the first line of its text (a ``# `` title: the page's title paragraph). Lines not recognised as
+    key to the first line of its text (a ``# `` title: the page's title paragraph); a part in ``fixed`` (a text
+    that does not change, such as a note) is marked where the page holds that text whole. Lines not recognised as
     generated stay outside the blocks; a part whose heading is not on the page gets no block (:func:`merge` adds
     it)."""
     lines = text.splitlines(keepends=True)
@@ -81,7 +82,10 @@ def mark_unmarked(text: str, headings: Dict[str, str]) -> str:
         if at is None:
             continue
         stop = at + 1
-        if heading.startswith("# "):  # the title and its paragraph, to the first section
+        whole = (fixed or {}).get(key, "").rstrip("\n").splitlines(keepends=True)
+        if whole and [ln.rstrip("\n") for ln in lines[at:at + len(whole)]] == [w.rstrip("\n") for w in whole]:
+            stop = at + len(whole)
+        elif heading.startswith("# "):  # the title and its paragraph, to the first section
             while stop < len(lines) and not lines[stop].startswith("#"):
                 stop += 1
         else:
@@ -95,11 +99,12 @@ def mark_unmarked(text: str, headings: Dict[str, str]) -> str:
     return "".join(lines)
 
 
-def current_blocks(existing: Optional[str], headings: Dict[str, str]) -> Dict[str, str]:
+def current_blocks(existing: Optional[str], headings: Dict[str, str],
+                   fixed: Optional[Dict[str, str]] = None) -> Dict[str, str]:
     """The generated blocks of a page by key, those of a page without markers as :func:`mark_unmarked` finds them."""
     if not existing:
         return {}
-    return blocks(existing if _spans(existing) else mark_unmarked(existing, headings))
+    return blocks(existing if _spans(existing) else mark_unmarked(existing, headings, fixed))
 
 
 def merge(existing: Optional[str], parts: Sequence[Part], headings: Optional[Dict[str, str]] = None) -> str:
@@ -110,7 +115,8 @@ def merge(existing: Optional[str], parts: Sequence[Part], headings: Optional[Dic
     if not existing:
         return "\n".join(wrap(key, text) for key, text in parts if text is not None)
     if not _spans(existing):
-        existing = mark_unmarked(existing, headings or {k: t.splitlines()[0] for k, t in parts if t})
+        existing = mark_unmarked(existing, headings or {k: t.splitlines()[0] for k, t in parts if t},
+                                 {k: t for k, t in parts if t})
     page = existing
     for index, (key, text) in enumerate(parts):
         spans = {k: (b, e) for k, b, e in _spans(page)}

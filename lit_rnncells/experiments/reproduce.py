@@ -381,7 +381,7 @@ def reproduce(paper: str, out: Path, report: Optional[Path], experiments: Option
     headings = {"header": header.splitlines()[0], **{e.name: f"## {e.title}" for e in exps},
                 "notes": NOTES.get(paper, "").split("\n", 1)[0]}
     existing = report.read_text(encoding="utf-8") if report is not None and report.is_file() else None
-    earlier = report_page.current_blocks(existing, headings)
+    earlier = report_page.current_blocks(existing, headings, {"notes": NOTES.get(paper, "")})
     parts: List[report_page.Part] = [("header", header)]
     for exp in chosen:
         parts.append((exp.name, experiment_part(paper, exp, out, report, read_only, earlier.get(exp.name), log,
