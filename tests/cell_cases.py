@@ -23,6 +23,7 @@ EXTRA_CASES: Dict[str, Callable[[int, int], RecurrentCell]] = {
     "CapMZU(zones=2,J=4,T=1,LN)": partial(get_cell("CapMZU"), zones=2, capsules=4, routing_iterations=1,
                                           layer_norm=True),
     "GRUDT(L=2,shared)": partial(get_cell("GRUDT"), transition_depth=2, share_transition=True),
+    "GRUDT(L=1,LN)": partial(get_cell("GRUDT"), transition_depth=1, layer_norm=True),
 }
 
 

@@ -345,3 +345,41 @@ def test_small_products_compile_to_a_product_and_sum_with_the_same_values(name, 
     assert torch.allclose(compiled, fn(*args), atol=1e-6), name
     assert not [op for op in ops if "matmul" in op or "bmm" in op or "einsum" in op], (name, ops)
     assert any("sum" in op for op in ops), (name, ops)
+
+
+@pytest.mark.parametrize("share", [False, True])
+def test_grudt_layer_norm_and_candidate_dropout_by_hand(share: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The MZU paper's GRU baselines (its footnote 3: dropout and layer norm as for the MZUs): each pre-activation
+    (r, z, and the candidate's) layer-normalised with its own gain and bias per depth, dropout on the candidate n."""
+    torch.manual_seed(0)
+    cell = GRUDT(5, 8, transition_depth=1, share_transition=share, layer_norm=True, candidate_dropout=0.5)
+    with torch.no_grad():
+        cell.ln_weight.uniform_(0.5, 1.5)
+        cell.ln_bias.uniform_(-0.5, 0.5)
+    x, h = torch.randn(3, 5), torch.randn(3, 8)
+
+    def ln(v, depth, gate):
+        k = 0 if share else depth
+        mean, var = v.mean(-1, keepdim=True), v.var(-1, unbiased=False, keepdim=True)
+        return (v - mean) / torch.sqrt(var + 1e-5) * cell.ln_weight[k, gate] + cell.ln_bias[k, gate]
+
+    def by_hand(masks):
+        state = h
+        for depth in range(2):
+            b_ih, w_hh, b_hh = cell._depth_params(depth)
+            xp = x @ cell.weight_ih.t() + cell.bias_ih if depth == 0 else b_ih
+            gh = state @ w_hh.t() + b_hh
+            r = torch.sigmoid(ln(xp[..., :8] + gh[..., :8], depth, 0))
+            z = torch.sigmoid(ln(xp[..., 8:16] + gh[..., 8:16], depth, 1))
+            n = torch.tanh(ln(xp[..., 16:] + r * gh[..., 16:], depth, 2)) * masks[depth]
+            state = (1 - z) * n + z * state
+        return state
+
+    cell.eval()
+    torch.testing.assert_close(cell.step(cell.project_input(x), h), by_hand([1.0, 1.0]))
+    cell.train()  # training: F.dropout gives each depth's n a fresh mask (here fixed ones, to compute by hand)
+    masks = [torch.bernoulli(torch.full((3, 8), 0.5)) * 2.0 for _ in range(2)]
+    given = iter(masks)
+    monkeypatch.setattr(torch.nn.functional, "dropout", lambda v, p, training: v * next(given) if p == 0.5 else v)
+    torch.testing.assert_close(cell.step(cell.project_input(x), h), by_hand(masks))
+    assert "layer_norm=True" in repr(cell) and "candidate_dropout=0.5" in repr(cell)

@@ -61,6 +61,7 @@ def test_a_tiny_report_runs_its_experiment_then_reads_it(tmp_path, monkeypatch):
     assert (tmp_path / "docs" / "tiny_tiny_curves_steps.png").stat().st_size > 1000
     before = (tmp_path / "runs" / "tiny" / "GRU-h4-s1" / "result.json").stat().st_mtime_ns
     again = reproduce.reproduce("tiny", tmp_path / "runs", None)
+    text = "".join(ln for ln in text.splitlines(keepends=True) if not ln.startswith("<!-- "))  # the markers
     assert again.replace("\n", "") == text.replace("![tiny_tiny_curves_steps](tiny_tiny_curves_steps.png)", "").replace("\n", "")
     assert (tmp_path / "runs" / "tiny" / "GRU-h4-s1" / "result.json").stat().st_mtime_ns == before
     assert reproduce.reproduce("tiny", tmp_path / "runs", None, read_only=True) == again  # reads, runs nothing
@@ -82,11 +83,7 @@ def test_reading_no_finished_runs_keeps_the_results_a_report_already_holds(tmp_p
     report.write_text(shipped)
     assert reproduce.main(["mzu", "--out", str(tmp_path / "runs"), "--report", str(report), "--read-only"]) == 0
     text = report.read_text()
-    assert "Not run yet" not in text
-    for heading, section in reproduce.report_sections(shipped).items():
-        if heading.startswith("## ") and "| " in section and heading in {f"## {e.title}" for e in
-                                                                        reproduce.PAPERS["mzu"][1]}:
-            assert section in text
+    assert "Not run yet" not in text and text == shipped
     assert "kept the results already in" in capsys.readouterr().err
 
 

@@ -71,11 +71,22 @@ def test_every_run_at_once_each_stopped_by_its_time_limit_then_continued(tiny_pa
 def test_the_time_limit_per_run_from_the_commands_minutes():
     assert paper_scale.time_limit_seconds(None, None) is None  # the paper's full budget
     assert paper_scale.time_limit_seconds(2.5, None) == 150.0
-    assert paper_scale.time_limit_seconds(None, 8) == 8 * 60 * 0.75  # start, data and tests: a quarter
+    # the start-up allowance (process start to the first step), then the share for the test and the report
+    startup = paper_scale.STARTUP_ALLOWANCE
+    assert paper_scale.time_limit_seconds(None, 8) == 8 * 60 * (1 - paper_scale.TEST_SHARE) - startup
+    assert paper_scale.time_limit_seconds(None, 8, startup_allowance=20) == 8 * 60 * (1 - paper_scale.TEST_SHARE) - 20
     with pytest.raises(paper_scale.CompareError, match="leaves no time to train"):
         paper_scale.time_limit_seconds(None, 1)
     with pytest.raises(paper_scale.CompareError, match="give one of them"):
         paper_scale.time_limit_seconds(2, 8)
+
+
+def test_the_startup_allowance_is_an_option_of_the_command(tmp_path, monkeypatch):
+    seen = {}
+    monkeypatch.setattr(paper_scale, "reproduce_at_paper_scale", lambda *a, **k: seen.setdefault("limit", a[7]) and "")
+    out = ["--out", str(tmp_path / "runs")]
+    assert reproduce.main(["mzu", "--scale", "paper", "--total-minutes", "8", "--startup-allowance", "30"] + out) == 0
+    assert seen["limit"] == 8 * 60 * (1 - paper_scale.TEST_SHARE) - 30
 
 
 def test_the_paper_scale_experiments_hold_the_papers_sizes():
@@ -100,6 +111,8 @@ def test_the_paper_scale_experiments_hold_the_papers_sizes():
     (["mzu", "--time-budget", "5"], "add --scale paper"),
     (["mzu", "--scale", "paper", "--time-budget", "5", "--total-minutes", "8"], "give one of them"),
     (["mzu", "--scale", "paper", "--total-minutes", "1"], "leaves no time to train"),
+    (["mzu", "--scale", "paper", "--total-minutes", "8", "--startup-allowance", "-5"], "--startup-allowance -5"),
+    (["mzu", "--startup-allowance", "30"], "add --scale paper"),
     (["mzu", "--scale", "paper", "--experiments", "absa_restaurants"], "Unknown experiment(s) absa_restaurants"),
 ])
 def test_paper_scale_mistakes_are_one_line(argv, expected, capsys, tmp_path):

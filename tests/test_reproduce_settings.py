@@ -5,25 +5,58 @@ from typing import Any, Dict, List
 
 import pytest
 
-from lit_rnncells.cells import MZU, build_cell
+from lit_rnncells.cells import GRUDT, MZU, build_cell
+from lit_rnncells.experiments import paper_scale
 from lit_rnncells.experiments.compare import check_cell
-from lit_rnncells.experiments.reproduce import PAPERS, Experiment
+from lit_rnncells.experiments.reproduce import PAPERS, ROOT, Experiment
 
 
 def _experiment(paper: str, name: str) -> Experiment:
     return next(e for e in PAPERS[paper][1] if e.name == name)
 
 
-def _mzu_cells(exp: Experiment) -> List[MZU]:
-    cells = []
-    for spec in exp.cells:
+def _cells(exp: Experiment) -> Dict[str, Any]:
+    """The cells an experiment runs, built at a tiny size, by the paper's name."""
+    cells = {}
+    for spec, paper_name in exp.cells.items():
         parsed = check_cell(spec)
         name = parsed if isinstance(parsed, str) else parsed["class_path"]
         options: Dict[str, Any] = {} if isinstance(parsed, str) else parsed["init_args"]
-        cell = build_cell(name, 16, 16, **options)
-        if isinstance(cell, MZU):
-            cells.append(cell)
+        cells[paper_name] = build_cell(name, 16, 16, **options)
     return cells
+
+
+def _mzu_cells(exp: Experiment) -> List[MZU]:
+    return [cell for cell in _cells(exp).values() if isinstance(cell, MZU)]
+
+
+def _locked_dropout(exp: Experiment) -> float:
+    """The locked dropout on the RNN output a run of ``exp`` gets: its config's, unless ``extra`` sets it."""
+    import yaml
+
+    if "--model.init_args.dropout" in exp.extra:
+        return float(_arg(exp, "--model.init_args.dropout"))
+    config = yaml.safe_load((ROOT / exp.config).read_text())
+    return float(config["model"]["init_args"].get("dropout", 0.0))
+
+
+def _ptb_char_both_scales() -> List[Experiment]:
+    cpu = _experiment("mzu", "ptb_char")
+    paper = next(e for e in paper_scale.experiments("mzu", PAPERS["mzu"][1], Experiment) if e.name == "ptb_char")
+    return [cpu, paper]
+
+
+@pytest.mark.parametrize("exp", _ptb_char_both_scales(), ids=["cpu", "paper"])
+def test_every_table_1_cell_gets_the_papers_dropout_and_layer_norm_and_nothing_else(exp: Experiment) -> None:
+    """The paper: layer norm and dropout 0.5 on the candidate activation for the MZUs, and (its footnote 3) the
+    same for the GRUs; no other dropout is stated, so no run gets locked dropout on its output."""
+    cells = _cells(exp)
+    assert sorted(cells) == ["GRU", "GRU+DT", "capMZU+DT", "gcnMZU+DT", "satMZU+DT"]
+    for name, cell in cells.items():
+        assert (cell.layer_norm, cell.candidate_dropout) == (True, 0.5), name
+    assert isinstance(cells["GRU"], GRUDT) and cells["GRU"].transition_depth == 0
+    assert (cells["GRU+DT"].transition_depth, cells["GRU+DT"].share_transition) == (1, True)
+    assert _locked_dropout(exp) == 0.0
 
 
 def _arg(exp: Experiment, key: str) -> str:
@@ -47,6 +80,15 @@ def test_mzu_ptb_char_runs_the_papers_table_1_cells_with_its_settings() -> None:
 def test_mzu_absa_runs_capmzu_with_layer_norm_and_candidate_dropout() -> None:
     (cell,) = _mzu_cells(_experiment("mzu", "absa_restaurants"))
     assert (cell.zones, cell.layer_norm, cell.candidate_dropout, cell.transition_depth) == (4, True, 0.5, 1)
+
+
+def test_mzu_absa_gives_its_gru_dt_baseline_the_same_regularisers() -> None:
+    """The paper states layer norm and candidate dropout for its language models only (GRUs included, footnote 3);
+    for ABSA our choice gives both cells the same, as footnote 3 does on PTB."""
+    cells = _cells(_experiment("mzu", "absa_restaurants"))
+    gru_dt = cells["GRU+DT"]
+    assert isinstance(gru_dt, GRUDT) and gru_dt.transition_depth == 1
+    assert (gru_dt.layer_norm, gru_dt.candidate_dropout) == (True, 0.5)
 
 
 @pytest.mark.parametrize("paper", sorted(PAPERS))

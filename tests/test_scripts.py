@@ -248,3 +248,21 @@ def test_gpu_check_names_a_bad_stage_limit_before_anything_runs(tmp_path):
                             env={**os.environ, "GPU_CHECK_STAGE_SECONDS": "2m"})
     assert result.returncode == 2 and result.stderr.startswith("error: GPU_CHECK_STAGE_SECONDS='2m' is not a whole")
     assert result.stderr.count("\n") == 1 and not (tmp_path / "new").exists()
+
+
+@pytest.mark.slow
+def test_measure_startup_times_a_paper_size_run_up_to_its_first_step():
+    if not os.environ.get("LIT_RNNCELLS_DATA"):
+        pytest.skip("LIT_RNNCELLS_DATA is not set: the paper-size run reads PTB char from it")
+    out = run_script("scripts/measure_startup.py", "--cells", "GRU", "--repeats", "1")
+    row = next(ln for ln in out.splitlines() if ln.startswith("| GRU |"))
+    imported, built, loaded, first = (float(v) for v in row.strip("| \n").split(" | ")[1:])
+    assert 0 < imported < built <= loaded <= first
+
+
+def test_measure_startup_without_data_says_where_to_point_it():
+    env = {k: v for k, v in os.environ.items() if k != "LIT_RNNCELLS_DATA"}
+    result = subprocess.run([sys.executable, "scripts/measure_startup.py"], cwd=ROOT, env=env, capture_output=True,
+                            text=True)
+    assert result.returncode == 1 and result.stderr.strip().startswith("error: LIT_RNNCELLS_DATA is not set")
+    assert len(result.stderr.strip().splitlines()) == 1

@@ -267,14 +267,27 @@ class GRUDT(RecurrentCell):
     the x-projection is just ``bias_ih`` (eq. 15–17 with a GRU in place of the
     MZU). ``share_transition`` makes every transition depth reuse the first GRU's
     ``weight_hh``, ``bias_hh`` and ``bias_ih``. ``transition_depth=0`` is a GRU.
+
+    The paper trains its GRU baselines "with the same settings" as its MZUs, dropout and layer normalisation
+    included (its footnote 3), without saying where; as for the MZU (:class:`MZU`): ``layer_norm`` normalises each
+    pre-activation (r, z and the candidate n's) with its own gain and bias per depth (shared with
+    ``share_transition``), and ``candidate_dropout`` drops the candidate n before the gated update (training
+    only, a fresh mask per step and depth). With neither, the step is torch.nn.GRU's.
     """
 
     def __init__(self, input_size: int, hidden_size: int, *, transition_depth: int = 1,
-                 share_transition: bool = False) -> None:
+                 share_transition: bool = False, layer_norm: bool = False, candidate_dropout: float = 0.0) -> None:
         super().__init__(input_size, hidden_size)
         if transition_depth < 0:
             raise ValueError(f"transition_depth must be 0 or more, got {transition_depth}.")
+        check_probability(candidate_dropout=candidate_dropout)
         self.transition_depth, self.share_transition = transition_depth, share_transition
+        self.layer_norm, self.candidate_dropout = layer_norm, candidate_dropout
+        blocks = 1 if share_transition else transition_depth + 1
+        self.ln_weight: Optional[nn.Parameter] = nn.Parameter(torch.ones(blocks, 3, hidden_size)) if layer_norm \
+            else None
+        self.ln_bias: Optional[nn.Parameter] = nn.Parameter(torch.zeros(blocks, 3, hidden_size)) if layer_norm \
+            else None
         g, bound = 3 * hidden_size, 1.0 / math.sqrt(hidden_size)
         self.weight_ih = nn.Parameter(torch.empty(g, input_size).uniform_(-bound, bound))
         self.weight_hh = nn.Parameter(torch.empty(g, hidden_size).uniform_(-bound, bound))
@@ -302,12 +315,33 @@ class GRUDT(RecurrentCell):
 
     def step(self, x_proj_t: Tensor, state: Tensor) -> Tensor:
         h = state
+        plain = self.ln_weight is None and not (self.candidate_dropout > 0 and self.training)
         for depth in range(self.transition_depth + 1):
             b_ih, w_hh, b_hh = self._depth_params(depth)
             x_part = x_proj_t if depth == 0 else b_ih
-            h = gru_update(x_part, F.linear(h, w_hh, b_hh), h)
+            gh = F.linear(h, w_hh, b_hh)
+            h = gru_update(x_part, gh, h) if plain else self._regularised_update(x_part, gh, h, depth)
         return h
+
+    def _regularised_update(self, x_part: Tensor, gh: Tensor, h: Tensor, depth: int) -> Tensor:
+        """:func:`gru_update` with ``layer_norm`` on the r, z and n pre-activations and ``candidate_dropout`` on n."""
+        n_h, k = self.hidden_size, 0 if self.share_transition else depth
+        rz = x_part[..., : 2 * n_h] + gh[..., : 2 * n_h]
+        if self.ln_weight is not None and self.ln_bias is not None:
+            rz = torch.addcmul(self.ln_bias[k, :2], F.layer_norm(rz.unflatten(-1, (2, n_h)), (n_h,)),
+                               self.ln_weight[k, :2]).flatten(-2)
+        rz = torch.sigmoid(rz)
+        r, z = rz[..., :n_h], rz[..., n_h:]
+        n = torch.addcmul(x_part[..., 2 * n_h:], r, gh[..., 2 * n_h:])
+        if self.ln_weight is not None and self.ln_bias is not None:
+            n = torch.addcmul(self.ln_bias[k, 2], F.layer_norm(n, (n_h,)), self.ln_weight[k, 2])
+        n = torch.tanh(n)
+        if self.candidate_dropout > 0 and self.training:
+            n = F.dropout(n, self.candidate_dropout, training=True)
+        return torch.addcmul(n, z, h - n)
 
     def extra_repr(self) -> str:
         shared = ", share_transition=True" if self.share_transition else ""
-        return f"{self.input_size}, {self.hidden_size}, transition_depth={self.transition_depth}{shared}"
+        regularised = (", layer_norm=True" if self.layer_norm else "") + (
+            f", candidate_dropout={self.candidate_dropout}" if self.candidate_dropout else "")
+        return f"{self.input_size}, {self.hidden_size}, transition_depth={self.transition_depth}{shared}{regularised}"

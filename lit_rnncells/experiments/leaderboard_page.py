@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import shlex
 import statistics
 from dataclasses import dataclass
@@ -53,11 +54,17 @@ class Entry:
 
 
 def paper_figures(task: Task) -> Dict[str, float]:
-    """The paper's value per runner cell label (``SatMZU-transition_depth=1``), from the task's experiment."""
+    """The paper's value per runner cell label (``SatMZU-transition_depth=1``), from the task's experiment; also
+    under the paper's own name of the cell where that is a label too (``GRU``: the experiment runs it as
+    ``GRUDT(transition_depth=0, ...)`` with the paper's regularisers, a leaderboard as the plain ``GRU``)."""
     exp = task.experiment()
     if exp is None:
         return {}
-    return {spec_label(spec): exp.paper[name] for spec, name in exp.cells.items() if exp.paper.get(name) is not None}
+    figures = {spec_label(spec): exp.paper[name] for spec, name in exp.cells.items() if exp.paper.get(name) is not None}
+    for name, value in exp.paper.items():
+        if value is not None and re.fullmatch(r"\w+", name):
+            figures.setdefault(name, value)
+    return figures
 
 
 def entries(result: TaskResult, cells: Sequence[str]) -> Dict[str, Entry]:

@@ -25,6 +25,9 @@ from .compare.runner import visible_gpus
 MZU_DT = "zones=4,filter_size=1000,transition_depth=1,share_transition=true,layer_norm=true,candidate_dropout=0.5," \
          "disagreement_weight=1.0"
 """The MZU cells of Table 1 as the paper trains them on PTB (the options of configs/lm/ptb_char_*mzu_dt.yaml)."""
+GRU_DT = "layer_norm=true,candidate_dropout=0.5"
+"""The GRU baselines of Table 1 as the paper trains them on PTB: "with the same settings to our MZUs", dropout and
+layer normalisation included (its footnote 3)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,15 +45,19 @@ class PaperScale:
 SCALES: Dict[str, Dict[str, PaperScale]] = {
     "mzu": {"ptb_char": PaperScale(
         config="configs/lm/ptb_char_gru.yaml", budget="epochs=60",
-        cells={"GRU": "GRU", "GRUDT(transition_depth=1,share_transition=true)": "GRU+DT",
+        cells={f"GRUDT(transition_depth=0,{GRU_DT})": "GRU",
+               f"GRUDT(transition_depth=1,share_transition=true,{GRU_DT})": "GRU+DT",
                f"SatMZU({MZU_DT})": "satMZU+DT", f"GcnMZU({MZU_DT})": "gcnMZU+DT",
                f"CapMZU({MZU_DT},capsules=2,routing_iterations=3)": "capMZU+DT"},
         fields={"paper": {"GRU": 1.269, "GRU+DT": 1.208, "satMZU+DT": 1.189, "gcnMZU+DT": 1.183, "capMZU+DT": 1.181},
-                "seeds": 1, "match_params": None, "hidden_size": 800, "extra": ()},
+                "seeds": 1, "match_params": None, "hidden_size": 800, "extra": ("--model.init_args.dropout", "0.0")},
         setting="the paper's sizes (configs/lm/ptb_char_gru.yaml): embedding 256, hidden 800 for every cell, batch "
                 "256, BPTT 150, Adam 1e-3, clip 5; MZU cells with 4 zones, filter 1000, layer norm, candidate "
-                "dropout 0.5, λ = 1, M shared across depth (capMZU: 2 capsules, 3 routing iterations); the config's "
-                "locked dropout 0.5 on the RNN output for every cell; 60 epochs (the paper gives none), 1 seed")},
+                "dropout 0.5, λ = 1, M shared across depth (capMZU: 2 capsules, 3 routing iterations); GRU and "
+                "GRU+DT (one shared transition GRU) with layer norm and candidate dropout 0.5 as the paper's "
+                "footnote 3 says (`GRUDT`, `transition_depth=0` for the GRU; where, as in the MZU: each "
+                "pre-activation, the candidate); no other dropout: the config's locked dropout on the RNN output "
+                "is set to 0, the paper stating none; 60 epochs (the paper gives none), 1 seed")},
     "mcrnn": {"ptb_word": PaperScale(
         config="configs/lm/ptb_word_awd_lstm.yaml", budget="epochs=500",
         fields={"seeds": 1, "match_params": None, "hidden_size": 1150, "extra": ()},
@@ -96,17 +103,28 @@ def experiments(paper: str, cpu_experiments: Sequence[Any], Experiment: Callable
     return scaled + paper_only_experiments(paper, Experiment)
 
 
-STARTUP_SHARE = 0.25
-"""The share of ``--total-minutes`` kept for what is not training: starting the processes, loading the data,
-testing and writing the report (an allowance, at least :data:`STARTUP_SECONDS`)."""
-STARTUP_SECONDS = 60
+STARTUP_ALLOWANCE = 60.0
+"""Default seconds of ``--total-minutes`` kept for each run's start, before its first step: process start, imports,
+model build, data loading (``--startup-allowance``). Measured by ``scripts/measure_startup.py`` on the project's
+2-core CPU machine under a load average of 4.5-8 (docs/compare.md): a paper-size MZU PTB char child had
+imported, built its model and loaded the data 13.6-19.9 s after its process started (the 5 cells of Table 1,
+median of 2). The default adds a margin for 5 such processes starting at once and for what a GPU adds, which was not
+measured (no GPU here): the CUDA context and the first kernels, and the sanity validation on the GPU."""
+TEST_SHARE = 0.15
+"""The share of ``--total-minutes`` kept for each run's test of its best checkpoint and for writing the report, after
+training: not measured (the test runs on the GPU), an allowance."""
 
 
-def time_limit_seconds(time_budget: Optional[float], total_minutes: Optional[float]) -> Optional[float]:
-    """Each run's seconds of training: ``time_budget`` minutes, or what ``total_minutes`` leaves after the start-up
-    allowance (every run trains at once, so each gets all of it); ``None``: no limit (the paper's full budget)."""
+def time_limit_seconds(time_budget: Optional[float], total_minutes: Optional[float],
+                       startup_allowance: float = STARTUP_ALLOWANCE) -> Optional[float]:
+    """Each run's seconds of training: ``time_budget`` minutes, or what ``total_minutes`` leaves after
+    ``startup_allowance`` seconds of start and :data:`TEST_SHARE` for the test and the report (every run trains at
+    once, so each gets all of it); ``None``: no limit (the paper's full budget)."""
     if time_budget is not None and total_minutes is not None:
         raise CompareError("--time-budget and --total-minutes both set the runs' time; give one of them.")
+    if startup_allowance < 0:
+        raise CompareError(f"--startup-allowance {startup_allowance:g} is not 0 or more seconds; use e.g. "
+                           f"{STARTUP_ALLOWANCE:g}.")
     if time_budget is not None:
         if time_budget <= 0:
             raise CompareError(f"--time-budget {time_budget:g} is not a positive number of minutes; use e.g. 5.")
@@ -114,7 +132,7 @@ def time_limit_seconds(time_budget: Optional[float], total_minutes: Optional[flo
     if total_minutes is None:
         return None
     seconds = total_minutes * 60.0
-    reserve = max(STARTUP_SECONDS, STARTUP_SHARE * seconds)
+    reserve = startup_allowance + TEST_SHARE * seconds
     if seconds <= reserve:
         raise CompareError(f"--total-minutes {total_minutes:g} leaves no time to train after {reserve:.0f} s of "
                            "start, data loading and testing; give more minutes, or --time-budget for the runs alone.")
@@ -213,6 +231,11 @@ def add_options(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--total-minutes", type=float, metavar="MINUTES",
                     help="with --scale paper: the whole command's minutes, start, data loading and testing included; "
                          "each run's time budget is what is left after an allowance for those")
+    ap.add_argument("--startup-allowance", type=float, metavar="SECONDS",
+                    help="with --total-minutes: seconds kept for each run's start before its first step (process "
+                         f"start, imports, model build, data loading; default {STARTUP_ALLOWANCE:g}, measured on CPU "
+                         "plus a margin: docs/compare.md); a further "
+                         f"{TEST_SHARE:.0%} of the minutes is kept for the test and the report")
     ap.add_argument("--results", help="with --scale paper: the small folder of the report, runs.csv and curves "
                                       "(default <out>/results)")
 
@@ -221,7 +244,8 @@ def check_options(args: argparse.Namespace) -> Tuple[Path, Optional[float]]:
     """The results folder and each run's time limit of ``--scale paper``; a :class:`CompareError` for options that
     do not fit it."""
     if args.scale != "paper":
-        raise CompareError("--time-budget and --total-minutes set the runs' time at --scale paper; add --scale paper.")
+        raise CompareError("--time-budget, --total-minutes and --startup-allowance set the runs' time at --scale "
+                           "paper; add --scale paper.")
     if args.read_only or args.jobs != 1:
         raise CompareError("--scale paper runs every run of an experiment at once and writes its results; drop "
                            f"{'--read-only' if args.read_only else '--jobs'}.")
@@ -230,4 +254,5 @@ def check_options(args: argparse.Namespace) -> Tuple[Path, Optional[float]]:
         check_output_folder(str(results), "--results")
     except OSError as error:
         raise CompareError(str(error)) from None
-    return results, time_limit_seconds(args.time_budget, args.total_minutes)
+    startup = STARTUP_ALLOWANCE if args.startup_allowance is None else args.startup_allowance
+    return results, time_limit_seconds(args.time_budget, args.total_minutes, startup)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import shutil
 import statistics
 import sys
@@ -22,12 +21,12 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..utils.paths import check_output_file, check_output_folder
-from . import paper_scale
+from . import paper_scale, report_page
 from .compare import (CompareError, Interrupted, Launch, Launcher, LocalLauncher, Matching, RunOptions,
                       compare)
 from .compare.launchers import slurm_launcher
 from .compare.slurm_settings import add_slurm_options
-from .papers import COMPILED, LM_SMALL, MZU_PTB, NOTES, PAPERS, Experiment  # noqa: F401  (importable here)
+from .papers import COMPILED, GRU_PTB, LM_SMALL, MZU_PTB, NOTES, PAPERS, Experiment  # noqa: F401  (importable here)
 from .report import CURVES_FILE, RESULT_FILE, curve_groups, plot_curves, row_of
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -155,15 +154,6 @@ def experiment_markdown(exp: Experiment, entries: List[Dict[str, Any]], figures:
 NOT_RUN = "Not run yet"
 
 
-def report_sections(text: str) -> Dict[str, str]:
-    """The ``## `` sections of a report by heading, each with its body (up to the next ``## `` heading)."""
-    sections: Dict[str, str] = {}
-    for chunk in re.split(r"(?m)^(?=## )", text):
-        if chunk.startswith("## "):
-            sections[chunk.splitlines()[0]] = chunk.rstrip("\n") + "\n"
-    return sections
-
-
 def run_experiment(exp: Experiment, folder: Path, log: Any,
                    launcher: Optional[Launcher] = None) -> List[Dict[str, Any]]:
     """Run (or reuse the finished runs of) one experiment's comparison in ``folder``; the rows of its runs.csv."""
@@ -185,8 +175,10 @@ def cpu_header(paper: str, title: str) -> List[str]:
 
 def reproduce(paper: str, out: Path, report: Optional[Path], experiments: Optional[Sequence[str]] = None,
               read_only: bool = False, log: Any = None, launcher: Optional[Launcher] = None) -> str:
-    """Run (or read) a paper's experiments, write and return its markdown report (progress on ``log``, default
-    the current ``sys.stderr``); ``launcher`` runs the runs (default one at a time on this machine)."""
+    """Run (or read) a paper's experiments and return its markdown report (progress on ``log``, default the
+    current ``sys.stderr``); ``launcher`` runs the runs (default one at a time on this machine). With ``report``
+    the page there is updated (:func:`.report_page.merge`: only its generated blocks change, whatever a person
+    wrote around them stays) and returned."""
     log = sys.stderr if log is None else log
     if paper not in PAPERS:
         raise CompareError(f"Unknown paper {paper!r}; use one of {', '.join(PAPERS)}.")
@@ -196,52 +188,58 @@ def reproduce(paper: str, out: Path, report: Optional[Path], experiments: Option
     if unknown:
         raise CompareError(f"Unknown experiment(s) {', '.join(unknown)} of {paper}; use "
                            f"{', '.join(e.name for e in exps)}.")
-    parts = cpu_header(paper, title)
-    earlier = report_sections(report.read_text(encoding="utf-8")) if report is not None and report.is_file() else {}
+    header = "\n".join(cpu_header(paper, title))
+    headings = {"header": header.splitlines()[0], **{e.name: f"## {e.title}" for e in exps},
+                "notes": NOTES.get(paper, "").split("\n", 1)[0]}
+    existing = report.read_text(encoding="utf-8") if report is not None and report.is_file() else None
+    earlier = report_page.current_blocks(existing, headings, {"notes": NOTES.get(paper, "")})
+    parts: List[report_page.Part] = [("header", header)]
     for exp in chosen:
-        folder = out / exp.name
-        finished = sorted(folder.glob(f"*/{RESULT_FILE}"))
-        kept = earlier.get(f"## {exp.title}")
-        if read_only and not finished and kept and NOT_RUN not in kept:
-            parts.append(kept)  # never replace finished results with "not run"
-            print(f"reproduce: {folder} holds no finished run of {exp.name}; kept the results already in {report}.",
-                  file=log)
-            continue
-        if read_only and not finished:
-            parts += [f"## {exp.title}", "", f"{NOT_RUN}: `python -m lit_rnncells.reproduce {paper} "
-                      f"--experiments {exp.name}` runs it.", ""]
-            continue
-        if read_only:  # the runs that finished, nothing new; their curves drawn again
-            results = [json.loads(path.read_text()) for path in finished]
-            rows = [row_of(r) for r in results]
-            grid_keys = [v.split("=", 1)[0] for v in exp.vary]
-            plot_curves(curve_groups(results, grid_keys), "step", results[0]["monitor"],
-                        f"{exp.config}, budget {exp.budget} (finished runs): validation {results[0]['monitor']}",
-                        folder / "curves_steps.png")
-        else:
-            rows = run_experiment(exp, folder, log, launcher)
-        if not rows and kept and NOT_RUN not in kept:  # every run failed: keep what the report had
-            parts.append(kept)
-            print(f"reproduce: no run of {exp.name} finished; kept the results already in {report}.",
-                  file=log)
-            continue
-        figures = []
-        if report is not None:
-            for png in ("curves_steps.png",):
-                if (folder / png).exists():
-                    target = report.parent / f"{paper}_{exp.name}_{png}"
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    shutil.copyfile(folder / png, target)
-                    figures.append(str(target))
-        parts.append(experiment_markdown(exp, summarise(rows, exp), figures,
-                                         last_quarter_change(sorted(folder.glob(f"*/{RESULT_FILE}")), exp)))
+        parts.append((exp.name, experiment_part(paper, exp, out, report, read_only, earlier.get(exp.name), log,
+                                                launcher)))
     if experiments is None and paper in NOTES:
-        parts.append(NOTES[paper])
-    text = "\n".join(parts).rstrip() + "\n"
-    if report is not None:
-        report.parent.mkdir(parents=True, exist_ok=True)
-        report.write_text(text)
-    return text
+        parts.append(("notes", NOTES[paper]))
+    if report is None:
+        return "\n".join(text for _, text in parts if text is not None).rstrip() + "\n"
+    page = report_page.merge(existing, parts, headings)
+    report.parent.mkdir(parents=True, exist_ok=True)
+    report.write_text(page, encoding="utf-8")
+    return page
+
+
+def experiment_part(paper: str, exp: Experiment, out: Path, report: Optional[Path], read_only: bool,
+                    kept: Optional[str], log: Any, launcher: Optional[Launcher]) -> Optional[str]:
+    """One experiment's section of the report: run (or read) it; ``None`` keeps the results ``kept`` (the
+    report's block) when there is nothing new to show."""
+    folder = out / exp.name
+    finished = sorted(folder.glob(f"*/{RESULT_FILE}"))
+    if read_only and not finished and kept and NOT_RUN not in kept:
+        print(f"reproduce: {folder} holds no finished run of {exp.name}; kept the results already in {report}.",
+              file=log)
+        return None  # never replace finished results with "not run"
+    if read_only and not finished:
+        return "\n".join([f"## {exp.title}", "", f"{NOT_RUN}: `python -m lit_rnncells.reproduce {paper} "
+                          f"--experiments {exp.name}` runs it.", ""])
+    if read_only:  # the runs that finished, nothing new; their curves drawn again
+        results = [json.loads(path.read_text()) for path in finished]
+        rows = [row_of(r) for r in results]
+        grid_keys = [v.split("=", 1)[0] for v in exp.vary]
+        plot_curves(curve_groups(results, grid_keys), "step", results[0]["monitor"],
+                    f"{exp.config}, budget {exp.budget} (finished runs): validation {results[0]['monitor']}",
+                    folder / "curves_steps.png")
+    else:
+        rows = run_experiment(exp, folder, log, launcher)
+    if not rows and kept and NOT_RUN not in kept:  # every run failed: keep what the report had
+        print(f"reproduce: no run of {exp.name} finished; kept the results already in {report}.", file=log)
+        return None
+    figures = []
+    if report is not None and (folder / "curves_steps.png").exists():
+        target = report.parent / f"{paper}_{exp.name}_curves_steps.png"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(folder / "curves_steps.png", target)
+        figures.append(str(target))
+    return experiment_markdown(exp, summarise(rows, exp), figures,
+                               last_quarter_change(sorted(folder.glob(f"*/{RESULT_FILE}")), exp))
 
 
 def paper_section(exp: Experiment, folder: Path, launcher: Launcher, figures: List[str],
@@ -257,9 +255,12 @@ def run_paper_scale(args: argparse.Namespace) -> int:
     results, time_limit = paper_scale.check_options(args)
     text = paper_scale.reproduce_at_paper_scale(args.paper, *PAPERS[args.paper], Experiment, Path(args.out), results,
                                                 args.experiments, time_limit, paper_section)
-    if args.report:
-        Path(args.report).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.report).write_text(text, encoding="utf-8")
+    if args.report:  # beside what the page holds (the CPU report, a person's sections): its own block
+        path = Path(args.report)
+        existing = path.read_text(encoding="utf-8") if path.is_file() else None
+        block = text if not existing else report_page.demote(text)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(report_page.merge(existing, [("paper_scale", block)]), encoding="utf-8")
     return 0
 
 
@@ -285,7 +286,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     try:
-        if args.scale == "paper" or args.time_budget is not None or args.total_minutes is not None:
+        if args.scale == "paper" or any(v is not None for v in (args.time_budget, args.total_minutes,
+                                                                  args.startup_allowance)):
             if args.launcher == "slurm":
                 raise CompareError("--scale paper runs every run at once on this machine's GPU; on a Slurm cluster "
                                    "drop --launcher slurm and submit the command as one job, or drop --scale paper.")
