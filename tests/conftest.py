@@ -53,6 +53,14 @@ def _seed_and_offline(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture(autouse=True)
+def _deprecation_lines_said_afresh(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An old option name's deprecation line is printed once per process: once per test here, so a test that
+    checks it does not depend on which test ran before."""
+    from lit_rnncells.utils import arguments
+    monkeypatch.setattr(arguments, "_said_deprecated", set())
+
+
+@pytest.fixture(autouse=True)
 def _signal_handlers_restored():
     """A test leaves SIGINT and SIGTERM as it found them: an in-process fit may change them (Lightning ignores
     SIGINT after a Ctrl-C and never restores it), and processes a later test starts would inherit that."""

@@ -197,7 +197,7 @@ def test_jobs_and_a_launcher_reach_every_tasks_comparison(tmp_path, monkeypatch)
                         launcher_for=lambda folder: built.append(folder) or f"launcher of {folder.name}")
     lb.run_plan(plan, log=io.StringIO())
     assert built == [tmp_path / "runs" / "logic", tmp_path / "runs" / "ptb_char"]
-    assert [(kw["jobs"], kw["launcher"], kw["out"]) for _, kw in calls] == [
+    assert [(kw["launch"].jobs, kw["launch"].launcher, kw["out"]) for _, kw in calls] == [
         (3, "launcher of logic", tmp_path / "runs" / "logic"), (3, "launcher of ptb_char", tmp_path / "runs" / "ptb_char")]
     with pytest.raises(lb.CompareError, match="--jobs 0"):
         lb.make_plan(["GRU"], ["logic"], 1, [], [], tmp_path / "runs", jobs=0)

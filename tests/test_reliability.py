@@ -180,7 +180,7 @@ def test_changed_regularisation_flags_with_a_checkpoint_are_listed_with_the_valu
     assert run(small_lm(tmp_path) + ["--trainer.max_steps", "2"]) == 0
     ckpt = next(tmp_path.rglob("*.ckpt"))
     args = small_lm(tmp_path)[1:] + ["--ckpt_path", str(ckpt), "--trainer.limit_test_batches", "2"]
-    with pytest.warns(UserWarning, match=r"Using the checkpoint's values dropout=0\.0 \(you gave 0\.3\)"):
+    with pytest.warns(UserWarning, match=r"Using the checkpoint's values regularization\.dropout=0\.0 \(you gave 0\.3\)"):
         assert run(["test", *args, "--model.init_args.dropout", "0.3"]) == 0
 
 
