@@ -235,7 +235,7 @@ def add_options(ap: argparse.ArgumentParser) -> None:
                     help="with --total-minutes: seconds kept for each run's start before its first step (process "
                          f"start, imports, model build, data loading; default {STARTUP_ALLOWANCE:g}, measured on CPU "
                          "plus a margin: docs/compare.md); a further "
-                         f"{TEST_SHARE:.0%} of the minutes is kept for the test and the report")
+                         f"{TEST_SHARE * 100:.0f} %% of the minutes is kept for the test and the report")
     ap.add_argument("--results", help="with --scale paper: the small folder of the report, runs.csv and curves "
                                       "(default <out>/results)")
 
