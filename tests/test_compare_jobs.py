@@ -6,17 +6,18 @@ import csv
 import io
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import List
 
 import pytest
 
 from lit_rnncells import compare as cmp
 from lit_rnncells.command import run_folder
 from lit_rnncells.experiments.compare import runner
+from .test_compare_signals import stop_with_sigterm
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = str(ROOT / "configs" / "logic" / "gru.yaml")
@@ -109,19 +110,17 @@ def test_sigterm_with_two_jobs_reaches_both_children_and_a_rerun_resumes_both(tm
     proc = subprocess.Popen([sys.executable, "-m", "lit_rnncells.compare", *args], cwd=tmp_path, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     runs = [out / "GRU-h4-s1", out / "MuFuRU-h4-s1"]
-    try:
+    children: List[int] = []
+
+    def both_paused() -> None:
         end = time.monotonic() + 300
         while not all((flags / run.name).exists() for run in runs):  # both children at step 5 at once
             assert proc.poll() is None, proc.communicate()[1][-3000:]
             assert time.monotonic() < end, "the two runs never trained at the same time"
             time.sleep(0.2)
-        children = [int((run / run_folder.LOCK_NAME).read_text()) for run in runs]
-        proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=300)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 143, err[-3000:]
+        children.extend(int((run / run_folder.LOCK_NAME).read_text()) for run in runs)
+
+    err = stop_with_sigterm(proc, both_paused)  # it exits 143
     for run, child in zip(runs, children):
         assert (run / "checkpoints" / "interrupted.ckpt").is_file() and not (run / "result.json").exists()
         assert f"compare: SIGTERM: stopped run {run.name} (" in err

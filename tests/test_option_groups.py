@@ -55,8 +55,8 @@ def test_a_config_mapping_is_regrouped_and_refuses_both_spellings():
 
 
 def test_old_names_mean_one_thing_per_namespace():
-    """The command line rewrites ``--model.<old name>`` before it knows the class: across every task (and every
-    DataModule) an old name must map to one new key."""
+    """Without a class on the command line, ``--model.<old name>`` is rewritten by the names of every task (and
+    ``--data.<old name>`` by every DataModule's): across them an old name must map to one new key."""
     from lit_rnncells.command.deprecated_names import NAMESPACES, _subclasses, deprecated_names
     for base in NAMESPACES.values():
         seen = {}

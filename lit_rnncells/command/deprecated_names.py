@@ -22,7 +22,7 @@ import yaml
 from jsonargparse import get_loader, set_loader
 from lightning.pytorch import LightningDataModule
 
-from ..utils.arguments import regroup_flat_mapping
+from ..utils.arguments import regroup_flat_mapping, say_deprecated_name
 from ..tasks.base import RecurrentTask
 from .. import data as _data  # noqa: F401  (the DataModules, so their classes are found by name)
 from .. import tasks as _tasks  # noqa: F401
@@ -155,7 +155,7 @@ def rewrite_argv(argv: List[str]) -> List[str]:
             renames = _names_of(parts[0], chosen[parts[0]])
             if parts[-1] in renames:
                 owner = chosen[parts[0]].__name__ if chosen[parts[0]] is not None else parts[0]
-                regroup_flat_mapping(owner, renames, {parts[-1]: None})  # the deprecation line
+                say_deprecated_name(owner, parts[-1], renames[parts[-1]])
                 arg = "--" + ".".join(parts[:-1] + [renames[parts[-1]]]) + eq + rest
         out.append(arg)
     return out

@@ -208,9 +208,11 @@ class Seq2Seq(Seq2SeqEvaluation, RecurrentTask):
         :class:`DecodingConfig`, or some of its fields over the current ones,
         ``model.configure_decoding(beam_size=10, n_best=3)`` (the old ``length_penalty_alpha`` is ``alpha``).
         Checked here, one clear error each."""
-        if "length_penalty_alpha" in options:
-            say_deprecated_name(type(self).__name__, "length_penalty_alpha", "decoding.alpha")
-            options["alpha"] = options.pop("length_penalty_alpha")
+        for old in [key for key in options if key not in DECODING_OPTIONS and key in self.DEPRECATED_NAMES]:
+            group, _, field = self.DEPRECATED_NAMES[old].partition(".")
+            if group == "decoding":  # an old name of a decoding field (length_penalty_alpha)
+                say_deprecated_name(type(self).__name__, old, self.DEPRECATED_NAMES[old])
+                options[field] = options.pop(old)
         unknown = sorted(set(options) - set(DECODING_OPTIONS))
         if unknown:
             raise ValueError(f"Unknown decoding options {unknown}; choose from {', '.join(DECODING_OPTIONS)}.")

@@ -61,12 +61,11 @@ def apply_deprecated_names(owner: str, renames: Mapping[str, str], flat: Mapping
     (dataclass instances) and is returned updated. Each old name prints one deprecation line per process naming
     its new key. A name that is neither is the ``TypeError`` Python gives any unknown keyword argument. Checkpoints
     saved before the groups existed load through here: their hyperparameters carry the old names."""
-    for key, value in flat.items():
-        if key not in renames:
-            raise TypeError(f"{owner}() got an unexpected keyword argument {key!r}.")
-        group, _, field = renames[key].partition(".")
-        say_deprecated_name(owner, key, renames[key])
-        groups[group] = replace(groups[group], **{field: value})
+    unknown = [key for key in flat if key not in renames]
+    if unknown:
+        raise TypeError(f"{owner}() got an unexpected keyword argument {unknown[0]!r}.")
+    for group, given in regroup_flat_mapping(owner, renames, flat).items():
+        groups[group] = replace(groups[group], **given)
     return groups
 
 
