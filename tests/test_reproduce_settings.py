@@ -102,3 +102,11 @@ def test_mcrnn_ptb_word_uses_the_awd_lstm_regularisers() -> None:
     assert exp.config == "configs/lm/ptb_word_awd_lstm.yaml"  # DropConnect 0.5, dropouts, AR/TAR, SGD 30, NT-ASGD
     for key in ("--model.init_args.weight_drop", "--model.init_args.alpha", "--optimizer", "--model.init_args.nt_asgd"):
         assert key not in exp.extra  # nothing of the paper's setup is overridden
+
+
+@pytest.mark.parametrize("paper", sorted(PAPERS))
+def test_no_experiment_passes_an_option_name_that_is_going(paper: str) -> None:
+    """A reproduction's own arguments use today's names (``backend: compiled``, not the deprecated ``compile``),
+    so its runs print no deprecation line."""
+    for exp in PAPERS[paper][1]:
+        assert "--model.init_args.compile" not in exp.extra, exp.name

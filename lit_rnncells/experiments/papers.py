@@ -46,8 +46,8 @@ GRU_PTB = "layer_norm=true,candidate_dropout=0.5"
 """The paper's GRU baselines on PTB: "we also apply dropout and layer normalization to GRUs, and build models with
 the same settings to our MZUs" (its footnote 3): :class:`~lit_rnncells.cells.GRUDT` (``transition_depth=0``: a GRU)
 with layer norm and dropout 0.5 on the candidate, as the MZUs."""
-COMPILED = ("--model.init_args.compile", "true")
-"""The compiled recurrence (``Recurrent(compile=True)``): the same values as eager, faster for the MZU cells."""
+COMPILED = ("--model.init_args.backend", "compiled")
+"""The compiled recurrence (``backend: compiled``): the same values as eager, faster for the MZU cells."""
 
 PAPERS: Dict[str, Tuple[str, List[Experiment]]] = {
     "mzu": ("MZU: Multi-Zone Unit "
@@ -74,7 +74,7 @@ PAPERS: Dict[str, Tuple[str, List[Experiment]]] = {
                         "pre-activation, and on the candidate; no other dropout on any cell), Adam 1e-3, clip "
                         "5; at the CPU budget: parameters matched to a GRU of 256 (≈263k), filter size = hidden "
                         "size, embedding 64, batch 32, BPTT 100, one epoch (1,568 steps), validation every 100 "
-                        "steps on 40 batches, the best tested; `compile: true` (on CPU the MZU cells compile, the "
+                        "steps on 40 batches, the best tested; `backend: compiled` (on CPU the MZU cells compile, the "
                         "others keep their eager step: docs/measured.md; values are eager's either way)"),
         Experiment(
             name="absa_restaurants", title="SemEval-2014 Restaurants (DS), test accuracy % (Table 6)",
