@@ -14,6 +14,8 @@ graphs' memory pool, allocated while recording, before the peak is reset: not co
     python scripts/bench_gpu.py --device cpu --tiny     # tiny sizes on CPU: checks the script runs
     LIT_RNNCELLS_COMPILE_MODE=reduce-overhead python scripts/bench_gpu.py   # the compiled step as CUDA graphs
     python scripts/bench_gpu.py --backends eager graphs  # the whole loop as one CUDA graph (backend graphs)
+    python scripts/bench_gpu.py --backends graphs graphs-deferred  # inside the graph, the recurrent maps'
+                                # weight gradients as one product after the loop (the backend table's `defer`)
 
 The graphs rows' capture time (first call) is apart from the timing, and their peak memory is measured after
 the capture, so it includes nothing of the capture itself but the graphs' own pool is counted while it is in use.
@@ -39,6 +41,7 @@ from torch import nn
 from lit_rnncells.nn.benchmark import (compile_mode_header, compiled_twin, input_macs, interleaved_times, step_macs,
                                        train_step)
 from lit_rnncells.cells import get_cell
+from lit_rnncells.nn import backend
 
 Size = Tuple[int, int, int, int]
 MZU_PTB: Size = (128, 150, 256, 800)
@@ -67,6 +70,25 @@ def peak_memory_mb(fn: Callable[[], None], device: torch.device) -> float:
     return torch.cuda.max_memory_allocated(device) / 2 ** 20
 
 
+def graphed_job(eager: nn.Module, x: torch.Tensor, defer: bool) -> Tuple[Callable[[], None], float]:
+    """A copy of ``eager`` under ``backend: graphs``, its recurrent weight gradients deferred or not (its plan
+    resolved while the backend table says so), and the seconds of its first call (the capture)."""
+    graphed = copy.deepcopy(eager)
+    graphed.backend = "graphs"
+    cls = type(graphed.cell())
+    saved = backend.entry(cls, "cuda")
+    backend.let_defer(cls, "cuda", defer)
+    try:
+        graphed.plans("cuda")
+    finally:
+        backend.let_defer(cls, "cuda", saved.defer)
+    job = train_step(graphed, x)
+    started = time.perf_counter()
+    job()
+    torch.cuda.synchronize(x.device)
+    return job, time.perf_counter() - started
+
+
 def bench_cell(name: str, factory: Callable, size: Size, device: torch.device, repeats: int,
                modes: Sequence[str] = ("eager", "compiled")) -> List[dict]:
     batch, steps, inp, hidden = size
@@ -76,14 +98,9 @@ def bench_cell(name: str, factory: Callable, size: Size, device: torch.device, r
     eager, compiled, compile_s = compiled_twin(factory, inp, hidden, x)
     jobs = {"gru": train_step(gru, x), "eager": train_step(eager, x), "compiled": train_step(compiled, x)}
     setup_s = {"eager": float("nan"), "compiled": compile_s}
-    if "graphs" in modes:  # the whole loop as CUDA graphs: captured on the first call, timed apart
-        graphed = copy.deepcopy(eager)
-        graphed.backend = "graphs"
-        jobs["graphs"] = train_step(graphed, x)
-        started = time.perf_counter()
-        jobs["graphs"]()
-        torch.cuda.synchronize(device)
-        setup_s["graphs"] = time.perf_counter() - started
+    for mode in ("graphs", "graphs-deferred"):  # the whole loop as CUDA graphs: captured first, timed apart
+        if mode in modes:
+            jobs[mode], setup_s[mode] = graphed_job(eager, x, defer=mode == "graphs-deferred")
     jobs = {k: v for k, v in jobs.items() if k == "gru" or k in modes}
     times = interleaved_times(jobs, repeats)
     cell = eager.cell().cpu()
@@ -118,17 +135,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--device", default="cuda", help="cuda (default), cuda:1, cpu, ...")
     parser.add_argument("--cells", nargs="+", default=list(CELLS), choices=list(CELLS))
     parser.add_argument("--repeats", type=int, default=10)
-    parser.add_argument("--backends", nargs="+", default=["eager", "compiled"], choices=["eager", "compiled", "graphs"],
+    parser.add_argument("--backends", nargs="+", default=["eager", "compiled"],
+                        choices=["eager", "compiled", "graphs", "graphs-deferred"],
                         help="what to time beside cuDNN's GRU: eager (the layer's auto backend), compiled, graphs "
-                             "(the whole loop as CUDA graphs; CUDA only); default eager compiled")
+                             "(the whole loop as CUDA graphs; CUDA only), graphs-deferred (graphs with the recurrent "
+                             "maps' weight gradients as one product after the loop); default eager compiled")
     parser.add_argument("--tiny", action="store_true", help=f"every cell at B, T, I, H = {TINY}, 1 round")
     args = parser.parse_args(argv)
     device = torch.device(args.device)
     if device.type == "cuda" and not torch.cuda.is_available():
         print("error: no CUDA device is visible to torch; pass --device cpu to run on the CPU", file=sys.stderr)
         return 2
-    if "graphs" in args.backends and device.type != "cuda":
-        print("error: --backends graphs needs a CUDA device; drop graphs or use --device cuda", file=sys.stderr)
+    if any(b.startswith("graphs") for b in args.backends) and device.type != "cuda":
+        print("error: --backends graphs and graphs-deferred need a CUDA device; drop them or use --device cuda",
+              file=sys.stderr)
         return 2
     mode = compile_mode_header()  # or one error line and exit 2
     repeats = 1 if args.tiny else args.repeats

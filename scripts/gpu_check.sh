@@ -23,8 +23,9 @@
 #                 directions; two layers; no gradients; bf16 autocast; the capped cache of graphs
 #   whole-fits    scripts/bench_compile_tasks.py --backend graphs --length-buckets 4 (LIT_RNNCELLS_DATA set):
 #                 tokens/s of PTB char satMZU+DT and GRU, Multi30k GRU, IMDB CARU, whole-loop graphs ÷ eager
-#   whole-cells   scripts/bench_gpu.py --backends eager graphs: each cell's time and time per multiply-add ÷ cuDNN
-#                 GRU's, eager and as whole-loop graphs, capture time apart, peak memory after the capture
+#   whole-cells   scripts/bench_gpu.py --backends eager graphs graphs-deferred: each cell's time and time per
+#                 multiply-add ÷ cuDNN GRU's, eager, as whole-loop graphs, and as graphs with the recurrent maps'
+#                 weight gradients as one product after the loop, capture time apart, peak memory after the capture
 # Each stage is sized to fit one command of 8 minutes on a bare GPU machine.
 # Each output is kept in OUT_DIR, which must be new.
 #
@@ -77,7 +78,7 @@ for stage in $wanted; do
     decode-graphs) cmd="env $graphs python scripts/bench_compile_decode.py --device cuda" ;;
     reproduce-paper) cmd="python -m lit_rnncells.reproduce mzu --scale paper --experiments ptb_char --total-minutes 8 --out runs/reproduce-paper --results $out/reproduce-paper" ;;
     whole-tests) cmd="python -m pytest tests/test_cuda_graphs.py -m cuda -rs -q -p no:cacheprovider" ;;
-    whole-cells) cmd="python scripts/bench_gpu.py --backends eager graphs --repeats 5" ;;
+    whole-cells) cmd="python scripts/bench_gpu.py --backends eager graphs graphs-deferred --repeats 5" ;;
     whole-fits) cmd="python scripts/bench_compile_tasks.py --accelerator gpu --backend graphs --length-buckets 4 --steps 12 --warmup 4 --rounds 1" ;;
   esac
   case "$stage" in

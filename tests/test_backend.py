@@ -181,11 +181,13 @@ def test_the_layer_steps_one_cell_as_its_backend_runs_steps() -> None:
     torch.testing.assert_close(aux, want_aux)
 
 
+@pytest.mark.parametrize("defer", [False, True])
 @pytest.mark.parametrize("name", ["SatMZU", "LSTM", "MuFuRU"])
-def test_the_body_the_graphs_backend_captures_is_the_loop(name: str) -> None:
+def test_the_body_the_graphs_backend_captures_is_the_loop(name: str, defer: bool) -> None:
     """What ``backend: graphs`` captures (``nn.graphs._WholeLoop``: the projection hoisted out, every step masked,
-    the aux loss always a tensor) gives the step loop's values and gradients; checked here on CPU, where no
-    capture runs (tests/test_cuda_graphs.py checks the captured graphs on a GPU)."""
+    the aux loss always a tensor; with ``defer``, the recurrent weight gradients as one product after the loop)
+    gives the step loop's values and gradients; checked here on CPU, where no capture runs
+    (tests/test_cuda_graphs.py checks the captured graphs on a GPU)."""
     from lit_rnncells.nn.graphs import _WholeLoop
     from lit_rnncells.nn.recurrent import run_cell
 
@@ -197,7 +199,7 @@ def test_the_body_the_graphs_backend_captures_is_the_loop(name: str) -> None:
     leaves = state if isinstance(state, tuple) else (state,)
     want_out, want_state, want_aux = run_cell(cell, x, state, mask, want_aux=True,
                                               plan=resolve(type(cell), "loop", "cpu"))
-    body = _WholeLoop(cell, isinstance(state, tuple), cell.has_aux_loss, False)
+    body = _WholeLoop(cell, isinstance(state, tuple), cell.has_aux_loss, False, defer)
     out, aux, *final = body(cell.project_input(x), mask, *leaves)
     torch.testing.assert_close(out, want_out)
     for a, b in zip(final, want_state if isinstance(want_state, tuple) else (want_state,)):

@@ -2,8 +2,9 @@
 
 For every registered cell and a user's cell (the README's), two layers, one and two directions, padded and
 unpadded batches, forward and backward: outputs, final state, auxiliary loss and every parameter's gradient,
-on the first call (capture) and on later calls of the same shape with other values (replay); without gradients
-too; under bf16 autocast within bf16's tolerance; and the cache of graphs stays within its cap.
+on the first call (capture) and on later calls of the same shape with other values (replay); with the recurrent
+weight gradients deferred to one product after the loop too; without gradients too; under bf16 autocast within
+bf16's tolerance; and the cache of graphs stays within its cap.
 
 Marked ``cuda``; skipped, with the reason, where torch sees no CUDA device (``-m cuda`` selects them).
 """
@@ -54,6 +55,25 @@ def test_graphs_equal_the_loop_for_every_cell(name: str) -> None:
                 _assert_same(_run(loop, x, lengths), _run(graphed, x, lengths), atol=1e-4, rtol=1e-3)
     assert graphs.graph_stats()["graphs"] >= 1 or not any(
         p.step == "graphs" for p in graphed.plans("cuda"))  # cells auto runs fused keep their kernel
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_graphs_with_deferred_weight_gradients_equal_the_loop(name: str, monkeypatch) -> None:
+    """Inside the capture, the recurrent maps' weight gradients as one product after the loop
+    (lit_rnncells/cells/deferred.py): the loop's outputs and every gradient, on capture and on replay."""
+    from lit_rnncells.nn import backend
+
+    loop, graphed = _pair(name, bidirectional=True)
+    loop.plans("cuda")  # the plain loop's plan, resolved before the table changes
+    cls = type(graphed.cell())
+    row = backend.entry(cls, "cuda")
+    monkeypatch.setitem(backend.TABLE, (backend._row_name(cls), "cuda"), backend.Entry(row.auto, row.compiled_pays,
+                                                                                        True))
+    assert all(p.defer for p in graphed.plans("cuda")) and not any(p.defer for p in loop.plans("cuda"))
+    for lengths in (None, torch.tensor([5, 2, 4], device="cuda")):
+        for seed in (1, 2):
+            x = torch.randn(3, 5, INPUT, generator=torch.Generator().manual_seed(seed)).cuda()
+            _assert_same(_run(loop, x, lengths), _run(graphed, x, lengths), atol=1e-4, rtol=1e-3)
 
 
 @pytest.mark.parametrize("name", ["SatMZU", "CARU", "MuFuRU", "MultiChannel(LSTM,n=4)", "MinimalRNN"])

@@ -85,6 +85,15 @@ def test_bench_gpu_runs_on_cpu_at_tiny_sizes():
     assert "time ÷ torch.nn.GRU" in out and "| n/a |" in out  # no CUDA peak memory on CPU
 
 
+def test_bench_gpu_refuses_the_graphs_rows_without_cuda_in_one_line():
+    for backends in (["graphs"], ["eager", "graphs-deferred"]):
+        result = subprocess.run([sys.executable, "scripts/bench_gpu.py", "--device", "cpu", "--tiny", "--backends",
+                                 *backends], cwd=ROOT, capture_output=True, text=True, timeout=600)
+        assert result.returncode == 2 and result.stdout == ""
+        assert result.stderr == ("error: --backends graphs and graphs-deferred need a CUDA device; drop them or use "
+                                 "--device cuda\n")
+
+
 def test_bench_gpu_refuses_an_unknown_compile_mode_in_one_line():
     env = {**os.environ, "LIT_RNNCELLS_COMPILE_MODE": "cudagraphs"}
     result = subprocess.run([sys.executable, "scripts/bench_gpu.py", "--device", "cpu", "--tiny"], cwd=ROOT,

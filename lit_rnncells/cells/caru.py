@@ -6,6 +6,7 @@ from torch import Tensor
 from torch.nn import functional as F
 
 from .base import AffineCell
+from .deferred import deferred_linear
 from .registry import register_cell
 
 
@@ -36,7 +37,7 @@ class CARU(AffineCell):
 
     def step(self, x_proj_t: Tensor, state: Tensor) -> Tensor:
         h = self.hidden_size
-        gh = F.linear(state, self.weight_hh, self.bias_hh)
+        gh = deferred_linear(state, self.weight_hh, self.bias_hh)
         feature = x_proj_t[:, :h]
         n = torch.tanh(gh[:, :h] + feature)
         z = torch.sigmoid(gh[:, h:] + x_proj_t[:, h:])

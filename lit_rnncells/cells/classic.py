@@ -14,6 +14,7 @@ from torch.nn import functional as F
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from .base import AffineCell
+from .deferred import deferred_addmm, deferred_linear
 from .registry import register_cell
 
 _CPU_AUTOCAST_WITHOUT_FUSED: Set[Tuple[str, torch.dtype]] = {(k, torch.float16) for k in ("lstm", "gru", "rnn_tanh")}
@@ -73,7 +74,7 @@ class Elman(AffineCell):
         return F.linear(x, self.weight_ih, self.bias_ih + self.bias_hh)
 
     def step(self, x_proj_t: Tensor, state: Tensor) -> Tensor:
-        return torch.tanh(torch.addmm(x_proj_t, state, self.weight_hh.t()))
+        return torch.tanh(deferred_addmm(x_proj_t, state, self.weight_hh))
 
     def fused_sequence(self, x: Tensor, state: Tensor, lengths: Optional[Tensor] = None
                        ) -> Optional[Tuple[Tensor, Tensor]]:
@@ -94,7 +95,7 @@ class GRU(AffineCell):
     gates = 3
 
     def step(self, x_proj_t: Tensor, state: Tensor) -> Tensor:
-        return gru_update(x_proj_t, F.linear(state, self.weight_hh, self.bias_hh), state)
+        return gru_update(x_proj_t, deferred_linear(state, self.weight_hh, self.bias_hh), state)
 
     def fused_sequence(self, x: Tensor, state: Tensor, lengths: Optional[Tensor] = None
                        ) -> Optional[Tuple[Tensor, Tensor]]:
@@ -123,7 +124,7 @@ class LSTM(AffineCell):
     def step(self, x_proj_t: Tensor, state: Tuple[Tensor, Tensor]) -> Tuple[Tensor, Tensor]:
         h_prev, c_prev = state
         h = self.hidden_size
-        gates = torch.addmm(x_proj_t, h_prev, self.weight_hh.t())
+        gates = deferred_addmm(x_proj_t, h_prev, self.weight_hh)
         sig = torch.sigmoid(gates)
         i, f, o = sig[:, :h], sig[:, h: 2 * h], sig[:, 3 * h:]
         g = torch.tanh(gates[:, 2 * h: 3 * h])

@@ -19,6 +19,7 @@ from torch.nn import functional as F
 
 from .base import RecurrentCell, check_positive, check_probability
 from .classic import gru_update
+from .deferred import deferred_addmm, deferred_linear
 from .mzu_functions import ZoneFunctions
 from .registry import register_cell
 
@@ -156,7 +157,7 @@ class MZU(RecurrentCell):
         for depth in range(self.transition_depth + 1):
             block = self.block(depth)
             gen_in = x_proj_t if depth == 0 else block.bias
-            gen = torch.addmm(gen_in, h, block.weight_hh.t())
+            gen = deferred_addmm(gen_in, h, block.weight_hh)
             pre, mean_cos = block.pre_activations(gen, with_aux)
             cand = torch.tanh(pre[0])
             if recorded is not None:
@@ -319,7 +320,7 @@ class GRUDT(RecurrentCell):
         for depth in range(self.transition_depth + 1):
             b_ih, w_hh, b_hh = self._depth_params(depth)
             x_part = x_proj_t if depth == 0 else b_ih
-            gh = F.linear(h, w_hh, b_hh)
+            gh = deferred_linear(h, w_hh, b_hh)
             h = gru_update(x_part, gh, h) if plain else self._regularised_update(x_part, gh, h, depth)
         return h
 

@@ -25,6 +25,7 @@ import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
 
+from .deferred import deferred_baddbmm
 from .fusable import small_matmul
 
 COMPOSITIONS = ("sat", "gcn", "cap")
@@ -210,7 +211,7 @@ class ZoneFunctions(nn.Module):
         m, b, j, do = o.shape
         hidden = torch.relu(torch.baddbmm(self.ffn_b1.unsqueeze(1), o.reshape(m, b * j, do), self.ffn_w1))
         f = torch.baddbmm(self.ffn_b2.unsqueeze(1), hidden, self.ffn_w2)
-        return torch.baddbmm(self.out_b.unsqueeze(1), f.view(m, b, j * do), self.out_w)
+        return deferred_baddbmm(self.out_b.unsqueeze(1), f.view(m, b, j * do), self.out_w)
 
     def forward(self, z: Tensor, with_disagreement: bool = False) -> Tuple[Tensor, Optional[Tensor]]:
         """The M-functions' values ``(M, B, d_h)`` and, if asked, each one's mean zone cosine ``(M, B)``."""

@@ -14,8 +14,9 @@
 ``compiled`` and ``graphs`` keep the fused kernel first for the cells ``auto`` runs fused (a whole sequence
 in one kernel beats any step loop); their loop then runs only what the kernel cannot (an auxiliary loss,
 an empty sequence, a decoder's single steps). The choice is resolved once per layer and device type
-(:func:`resolve`) and printed once per process (:func:`say_choice`). ``$LIT_RNNCELLS_BACKEND`` gives the
-default where no config names a backend; it never overrides one.
+(:func:`resolve`) and printed once per process (:func:`say_choice`). The same row says whether the eager
+step defers its recurrent maps' weight gradients to one product after the loop (``Entry.defer``).
+``$LIT_RNNCELLS_BACKEND`` gives the default where no config names a backend; it never overrides one.
 """
 from __future__ import annotations
 
@@ -34,10 +35,15 @@ VARIABLE = "LIT_RNNCELLS_BACKEND"
 
 @dataclass(frozen=True)
 class Entry:
-    """One row of :data:`TABLE`: what ``auto`` runs, and whether a ``compiled`` request compiles the step."""
+    """One row of :data:`TABLE`: what ``auto`` runs, whether a ``compiled`` request compiles the step, and
+    whether the eager step (``loop``, and ``graphs``, which captures it) defers the recurrent maps' weight
+    gradients to one product after the loop (:mod:`lit_rnncells.cells.deferred`). ``defer`` is off everywhere:
+    eagerly on CPU it measured 0.97-1.07 of the plain loop's time (commit 130bf2d), and inside a CUDA graph
+    it waits for ``scripts/bench_gpu.py --backends graphs graphs-deferred`` (docs/measured.md)."""
 
     auto: str
     compiled_pays: bool = True
+    defer: bool = False
 
 
 # (cell class name, device type) -> Entry. Every figure cited is in docs/measured.md.
@@ -121,6 +127,13 @@ def let_compile(cls: type, device_type: str = "cpu") -> None:
     TABLE[(_row_name(cls), device_type)] = Entry(entry(cls, device_type).auto, True)
 
 
+def let_defer(cls: type, device_type: str = "cuda", defer: bool = True) -> None:
+    """Set whether the eager step (``loop``, ``graphs``) defers ``cls``'s recurrent weight gradients on
+    ``device_type`` (benchmarks time both; a layer keeps the plans it resolved first)."""
+    row = entry(cls, device_type)
+    TABLE[(_row_name(cls), device_type)] = Entry(row.auto, row.compiled_pays, defer)
+
+
 def has_fused_kernel(cls: type) -> bool:
     """Whether ``cls`` implements :meth:`~lit_rnncells.cells.base.RecurrentCell.fused_sequence`."""
     return getattr(cls, "fused_sequence", None) is not RecurrentCell.fused_sequence
@@ -170,6 +183,7 @@ class Plan:
     packed: bool  # padded ones too, packed
     step: str  # the loop's body: "loop", "compiled" or "graphs"
     note: str = ""
+    defer: bool = False  # the eager step's recurrent weight gradients as one product after the loop
 
 
 def resolve(cls: type, backend: str, device_type: str) -> Plan:
@@ -182,18 +196,19 @@ def resolve(cls: type, backend: str, device_type: str) -> Plan:
     if wanted == "fused":
         if not fused_kernel:
             check_cell(cls, "fused")
-        return Plan(cls.__name__, device_type, "fused", True, packed_ok, "loop")
+        return Plan(cls.__name__, device_type, "fused", True, packed_ok, "loop", defer=row.defer)
     if wanted == "loop":
-        return Plan(cls.__name__, device_type, "loop", False, False, "loop")
+        return Plan(cls.__name__, device_type, "loop", False, False, "loop", defer=row.defer)
     kernel_first = row.auto == "fused" and fused_kernel
     if wanted == "graphs":
         if device_type != "cuda":
             raise ValueError(f"backend='graphs' needs a CUDA device; this layer runs on {device_type}: use "
                              "backend auto, loop or compiled there")
-        return Plan(cls.__name__, device_type, "graphs", kernel_first, kernel_first and packed_ok, "graphs")
+        return Plan(cls.__name__, device_type, "graphs", kernel_first, kernel_first and packed_ok, "graphs",
+                    defer=row.defer)
     if not row.compiled_pays:
         return Plan(cls.__name__, device_type, "fused" if kernel_first else "loop", kernel_first,
-                    kernel_first and packed_ok, "loop",
+                    kernel_first and packed_ok, "loop", defer=row.defer,
                     note=f"{cls.__name__}'s compiled step measured slower than its loop on {device_type}")
     return Plan(cls.__name__, device_type, "compiled", kernel_first, kernel_first and packed_ok, "compiled")
 
@@ -206,6 +221,8 @@ def describe(plan: Plan, detail: str = "") -> str:
     if plan.step == "graphs":
         what += (" (whole sequence: one CUDA graph per batch size and length, a capped number kept; the DataModules'"
                  " length_buckets bound the lengths)") if not plan.fused else " (the fused kernel where it applies)"
+    if plan.defer:
+        what += " (recurrent weight gradients as one product after the loop)"
     if plan.note:
         what += f" ({plan.note})"
     if detail:

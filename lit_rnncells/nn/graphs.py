@@ -35,15 +35,16 @@ _GRAPHS: "OrderedDict[tuple, Tuple[Callable, int]]" = OrderedDict()  # key -> (r
 class _WholeLoop(nn.Module):
     """The step loop as a module of tensors only: ``(x_proj, mask, *state leaves) -> (out, aux, *final)``."""
 
-    def __init__(self, cell: RecurrentCell, tuple_state: bool, use_aux: bool, keep_precision: bool) -> None:
+    def __init__(self, cell: RecurrentCell, tuple_state: bool, use_aux: bool, keep_precision: bool,
+                 defer: bool) -> None:
         super().__init__()
         self.cell = cell
-        self.tuple_state, self.use_aux, self.keep_precision = tuple_state, use_aux, keep_precision
+        self.tuple_state, self.use_aux, self.keep_precision, self.defer = tuple_state, use_aux, keep_precision, defer
 
     def forward(self, x_proj: Tensor, mask: Tensor, *leaves: Tensor) -> Tuple[Tensor, ...]:
         state: State = tuple(leaves) if self.tuple_state else leaves[0]
         out, final, aux = run_loop(self.cell, x_proj, state, mask, self.use_aux, self.keep_precision,
-                                   projected=True)
+                                   projected=True, defer=self.defer)
         aux = out.new_zeros(()) if aux is None else aux
         return (out, aux, *(final if isinstance(final, tuple) else (final,)))
 
@@ -70,17 +71,17 @@ def _capture_forward(loop: _WholeLoop, args: Tuple[Tensor, ...]) -> Callable:
     return replay
 
 
-def _key(cell: RecurrentCell, args: Tuple[Tensor, ...], use_aux: bool, keep_precision: bool) -> tuple:
+def _key(cell: RecurrentCell, args: Tuple[Tensor, ...], use_aux: bool, keep_precision: bool, defer: bool) -> tuple:
     autocast = torch.is_autocast_enabled("cuda")
-    return (id(cell), cell.training, torch.is_grad_enabled(), use_aux, keep_precision,
+    return (id(cell), cell.training, torch.is_grad_enabled(), use_aux, keep_precision, defer,
             autocast and torch.get_autocast_dtype("cuda"),
             tuple((tuple(a.shape), a.dtype, a.requires_grad, a.device) for a in args))
 
 
 def _graphed(cell: RecurrentCell, args: Tuple[Tensor, ...], tuple_state: bool, use_aux: bool,
-             keep_precision: bool) -> Callable:
+             keep_precision: bool, defer: bool) -> Callable:
     """The cached replay function for this call's shape, captured on first sight."""
-    key = _key(cell, args, use_aux, keep_precision)
+    key = _key(cell, args, use_aux, keep_precision, defer)
     hit = _GRAPHS.get(key)
     if hit is not None:
         _GRAPHS.move_to_end(key)
@@ -89,7 +90,7 @@ def _graphed(cell: RecurrentCell, args: Tuple[Tensor, ...], tuple_state: bool, u
         _GRAPHS.popitem(last=False)
     torch.cuda.synchronize()
     before, started = torch.cuda.memory_reserved(), time.perf_counter()
-    loop = _WholeLoop(cell, tuple_state, use_aux, keep_precision).train(cell.training)
+    loop = _WholeLoop(cell, tuple_state, use_aux, keep_precision, defer).train(cell.training)
     if torch.is_grad_enabled():
         # Fresh tensors become the graph's static inputs (the real ones are copied in at each call), so the
         # capture and its warm-up runs stay out of the caller's autograd graph.
@@ -118,8 +119,10 @@ def clear_graphs() -> None:
 
 
 def run_graphed(cell: RecurrentCell, x: Tensor, state: State, mask: Optional[Tensor], use_aux: bool,
-                keep_precision: bool) -> Tuple[Tensor, State, Optional[Tensor]]:
-    """:func:`~lit_rnncells.nn.recurrent.run_cell`'s loop as a replayed CUDA graph; the same values."""
+                keep_precision: bool, defer: bool = False) -> Tuple[Tensor, State, Optional[Tensor]]:
+    """:func:`~lit_rnncells.nn.recurrent.run_cell`'s loop as a replayed CUDA graph; the same values.
+    ``defer``: inside the capture the recurrent maps' weight gradients are one product after the loop
+    (:mod:`lit_rnncells.cells.deferred`), whose Python autograd nodes run once, at capture."""
     if x.device.type != "cuda":
         raise ValueError(f"backend='graphs' needs a CUDA device; this layer runs on {x.device.type}: use backend "
                          "auto, loop or compiled there")
@@ -133,7 +136,7 @@ def run_graphed(cell: RecurrentCell, x: Tensor, state: State, mask: Optional[Ten
     context = torch.autocast("cuda", dtype=torch.get_autocast_dtype("cuda"), cache_enabled=False) if autocast \
         else torch.autocast("cuda", enabled=False)
     with context:
-        fn = _graphed(cell, args, tuple_state, use_aux, keep_precision)
+        fn = _graphed(cell, args, tuple_state, use_aux, keep_precision, defer)
         # Each replay writes into the same memory: clone, so a later replay leaves this call's results alone.
         out, aux, *final = (t.clone() for t in fn(*args))
     final_state: State = tuple(final) if tuple_state else final[0]

@@ -5,7 +5,7 @@ here so that neither of them imports the other's module for it.
 """
 from __future__ import annotations
 
-from typing import Optional, Tuple
+from typing import Optional, Sequence, Tuple
 
 import torch
 from torch import Tensor
@@ -18,6 +18,23 @@ def map_state(fn, *states: State) -> State:
     if isinstance(states[0], tuple):
         return tuple(map_state(fn, *leaves) for leaves in zip(*states))
     return fn(*states)
+
+
+def state_leaves(state: State) -> Tuple[Tensor, ...]:
+    """The tensors of a state (a tensor or nested tuples of them), in order."""
+    if isinstance(state, tuple):
+        return tuple(leaf for part in state for leaf in state_leaves(part))
+    return (state,)
+
+
+def with_leaves(state: State, leaves: Sequence[Tensor]) -> State:
+    """``state``'s structure filled with ``leaves`` (in :func:`state_leaves`' order)."""
+    it = iter(leaves)
+
+    def rebuild(part: State) -> State:
+        return tuple(rebuild(p) for p in part) if isinstance(part, tuple) else next(it)
+
+    return rebuild(state)
 
 
 def _where_state(mask: Tensor, new: State, old: State) -> State:
