@@ -4,7 +4,8 @@ For every registered cell and a user's cell (the README's), two layers, one and 
 unpadded batches, forward and backward: outputs, final state, auxiliary loss and every parameter's gradient,
 on the first call (capture) and on later calls of the same shape with other values (replay); with the recurrent
 weight gradients deferred to one product after the loop too; without gradients too; under bf16 autocast within
-bf16's tolerance; and the cache of graphs stays within its cap.
+bf16's tolerance; and the cache of graphs stays within its cap. Decoding steps replayed as graphs give the loop's
+hypotheses.
 
 Marked ``cuda``; skipped, with the reason, where torch sees no CUDA device (``-m cuda`` selects them).
 """
@@ -121,3 +122,24 @@ def test_the_choice_is_printed_with_the_whole_sequence(capsys) -> None:
     backend._said.discard("plan SatMZU cuda graphs")
     Recurrent("SatMZU", INPUT, HIDDEN, backend="graphs").cuda()(torch.randn(4, 2, INPUT, device="cuda"))
     assert "recurrence: SatMZU on cuda: graphs (whole sequence" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("cell", ["GRU", "SatMZU", "CARU", "MuFuRU"])
+def test_decoding_steps_replayed_as_graphs_give_the_loops_hypotheses(cell: str) -> None:
+    """A Seq2Seq under ``backend: graphs`` decodes (greedy and beam 3) through captured decoding steps
+    (nn/decode_graphs.py), with the same hypotheses and scores as its twin under ``backend: loop``."""
+    from lit_rnncells.nn.decode_graphs import GraphedDecoding
+
+    from .test_beam_search import tiny_model
+    from .test_decode_graphs import LENGTHS, _config, _same_hypotheses
+    from .test_beam_search import batch
+
+    loop = tiny_model(cell=cell, backend="loop").cuda()
+    graphed = tiny_model(cell=cell, backend="graphs").cuda()
+    graphed.load_state_dict(loop.state_dict())
+    assert isinstance(graphed.decodable(), GraphedDecoding) and loop.decodable() is loop
+    for seed in (1, 2):  # the first batch captures, the second replays
+        src, lengths = (t.cuda() for t in batch(LENGTHS, seed=seed))
+        for beam in (1, 3):
+            _same_hypotheses(loop.translate(src, lengths, _config(beam)), graphed.translate(src, lengths, _config(beam)))
+    assert graphed.decodable().graph_count() == 2  # the batch's rows (greedy, beam's first step), then 3x them

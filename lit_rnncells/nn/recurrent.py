@@ -69,6 +69,22 @@ def run_cell(cell: RecurrentCell, x: Tensor, state: State, mask: Optional[Tensor
                     defer=plan.defer)
 
 
+_EAGER_STEPS = [False]  # inside eager_steps(): step_cell runs the cell's eager step whatever the plan
+
+
+@contextlib.contextmanager
+def eager_steps() -> Iterator[None]:
+    """Within the block, :func:`step_cell` runs each cell's eager step, not the compiled one: what a CUDA graph
+    captures around whole decoding steps (:mod:`.decode_graphs`), where a compiled function's guards and
+    first-call compilation have no place."""
+    saved = _EAGER_STEPS[0]
+    _EAGER_STEPS[0] = True
+    try:
+        yield
+    finally:
+        _EAGER_STEPS[0] = saved
+
+
 def step_cell(cell: RecurrentCell, x_proj_t: Tensor, state: State, plan: Plan, mask_t: Optional[Tensor] = None,
               want_aux: bool = False) -> Tuple[State, Optional[Tensor]]:
     """One step of ``cell`` from its projected input ``(B, P)``, as ``plan`` runs steps (a decoder's call).
@@ -78,7 +94,7 @@ def step_cell(cell: RecurrentCell, x_proj_t: Tensor, state: State, plan: Plan, m
     (``plan.step`` compiled or graphs, where it compiles) the rows ``mask_t`` marks padded keep their state
     and the loss comes summed; the eager step computes every row."""
     use_aux = want_aux and cell.has_aux_loss
-    if plan.step in ("compiled", "graphs") and entry(type(cell), plan.device).compiled_pays:
+    if plan.step in ("compiled", "graphs") and entry(type(cell), plan.device).compiled_pays and not _EAGER_STEPS[0]:
         return compiled_step(cell)(cell, x_proj_t, state, mask_t, use_aux, False)
     if not use_aux:
         return cell.step(x_proj_t, state), None

@@ -10,7 +10,9 @@ from lightning.pytorch.utilities import rank_zero_info
 from torch import Tensor
 from torch.nn import functional as F
 
+from ..nn.backend import say_once
 from ..nn.beam_search import Hypothesis, SearchConfig, search
+from ..nn.decode_graphs import MAX_DECODE_GRAPHS, GraphedDecoding
 from .. import metrics
 
 SIGNATURE_LABELS = {"sacrebleu": "sacreBLEU", "tok_bleu": "tokenised BLEU (sacreBLEU)", "rouge": "ROUGE"}
@@ -36,13 +38,27 @@ class Seq2SeqEvaluation:
         self._signatures_logged: set = set()
 
     # --- decoding ------------------------------------------------------------------------
+    def decodable(self) -> Any:
+        """What :func:`~lit_rnncells.nn.beam_search.search` decodes: this model; on a CUDA device where the
+        decoder cells' plan is ``graphs``, this model with each decoding step replayed as a CUDA graph
+        (:class:`~lit_rnncells.nn.decode_graphs.GraphedDecoding`, kept with the model so batches reuse its graphs)."""
+        device = next(self.parameters()).device
+        if device.type != "cuda" or not any(p.step == "graphs" for p in self._decoder_plans("cuda")):
+            return self
+        graphed = self.__dict__.get("_graphed_decoding")
+        if graphed is None:
+            graphed = self.__dict__["_graphed_decoding"] = GraphedDecoding(self)
+            say_once("decoding graphs", "decoding: greedy and beam-search steps as CUDA graphs (one per batch's "
+                     f"rows and source length, at most {MAX_DECODE_GRAPHS} kept)")
+        return graphed
+
     def translate(self, source: Tensor, source_lengths: Tensor, cfg: Optional[SearchConfig] = None
                   ) -> List[List[Hypothesis]]:
         """Decode a batch (greedy when ``cfg.beam_size == 1``); default: the test/predict decoder."""
         was_training = self.training
         self.eval()
         try:
-            return search(self, source, source_lengths, cfg or self.test_search)
+            return search(self.decodable(), source, source_lengths, cfg or self.test_search)
         finally:
             self.train(was_training)
 
@@ -61,7 +77,7 @@ class Seq2SeqEvaluation:
         sums = torch.stack([nll, torch.full_like(nll, gold.numel())])
         self._eval_sums = sums if self._eval_sums is None else self._eval_sums + sums
         if self.eval_metrics and "references" in batch:
-            hyps = search(self, batch["source"], batch["source_lengths"], cfg)
+            hyps = search(self.decodable(), batch["source"], batch["source_lengths"], cfg)
             tok = self.target_tokenizer
             for index, nbest, ref in zip(batch["index"].tolist(), hyps, batch["references"]):
                 corpus, natural = self._texts(nbest[0].tokens)
@@ -166,7 +182,7 @@ class Seq2SeqEvaluation:
         """One record per input line: ``index``, ``text`` (the best hypothesis, detokenised; with
         ``decoding.n_best > 1`` one line per hypothesis, ``score<TAB>text``, best first), ``nbest``
         [(text, score)] and ``scores`` (per-token log-probabilities of the best, EOS included)."""
-        hyps = search(self, batch["source"], batch["source_lengths"], self.test_search)
+        hyps = search(self.decodable(), batch["source"], batch["source_lengths"], self.test_search)
         records = []
         for index, nbest in zip(batch["index"].tolist(), hyps):
             texts = [(self._texts(h.tokens)[1], h.score) for h in nbest]
