@@ -14,6 +14,8 @@ the decoder's work, not a translation's. One thread unless ``--threads``. Needs 
     python scripts/bench_compile_decode.py --force-compile          # also compile the cells kept eager on CPU
     python scripts/bench_compile_decode.py --device cuda            # on a GPU (every cell's step compiles)
     python scripts/bench_compile_decode.py --quick                  # tiny sizes, checks the script runs
+    python scripts/bench_compile_decode.py --device cuda --backend graphs   # each decoding step a replayed CUDA
+                                                                    # graph (nn/decode_graphs.py) ÷ eager
 
 What it answers: whether decoding, which calls the step once per target position on batch × beam rows and
 without gradients, gains from the compiled step (docs/measured.md, "Decoding").
@@ -55,14 +57,16 @@ def data_module(data_dir: str, cache_dir: str, quick: bool) -> TranslationDataMo
     return dm
 
 
-def twins(cell: str, dm: TranslationDataModule, hidden: int, embedding: int, device: torch.device) -> List[Seq2Seq]:
-    """An eager Seq2Seq around ``cell`` and its compile=True copy with the same weights, in eval mode on ``device``."""
+def twins(cell: str, dm: TranslationDataModule, hidden: int, embedding: int, device: torch.device,
+          backend: str = "compiled") -> List[Seq2Seq]:
+    """A Seq2Seq around ``cell`` under the default backend (``eager`` in the table: ``auto``) and its copy under
+    ``backend`` with the same weights, in eval mode on ``device``."""
     torch.manual_seed(0)
     kwargs = dict(source_vocab_size=dm.source_vocab_size, target_vocab_size=dm.target_vocab_size,
                   pad_id=dm.pad_id, bos_id=dm.bos_id, eos_id=dm.eos_id, embedding_size=embedding,
                   hidden_size=hidden, num_layers=1, decoding=DecodingConfig(eval_metrics=()))
     eager = Seq2Seq(cell, **kwargs)
-    compiled = Seq2Seq(cell, compile=True, **kwargs)
+    compiled = Seq2Seq(cell, backend=backend, **kwargs)
     compiled.load_state_dict(eager.state_dict())
     return [eager.to(device).eval(), compiled.to(device).eval()]
 
@@ -78,7 +82,7 @@ def decode(model: Seq2Seq, data: List[tuple], beam: int) -> Dict[str, Any]:
     """The decoder rows computed over every batch, and each sentence's best tokens."""
     cfg = replace(model.test_search, beam_size=beam, n_best=1, max_length_a=2.0, max_length_b=10,
                   return_attention=False)
-    counted = RowCounter(model)
+    counted = RowCounter(model.decodable())  # under backend graphs on CUDA: the steps as CUDA graphs
     tokens: List[List[int]] = []
     with torch.no_grad():
         for source, lengths in data:
@@ -90,7 +94,7 @@ def decode(model: Seq2Seq, data: List[tuple], beam: int) -> Dict[str, Any]:
 
 def measure(cell: str, dm: TranslationDataModule, args: argparse.Namespace) -> List[Dict[str, Any]]:
     device = torch.device(args.device)
-    models = dict(zip(("eager", "compiled"), twins(cell, dm, args.hidden, args.embedding, device)))
+    models = dict(zip(("eager", "compiled"), twins(cell, dm, args.hidden, args.embedding, device, args.backend)))
     data = batches(dm, args.sentences, args.batch_size, device)
     results = []
     for name, beam in (("greedy", 1), ("beam 5", 5)):
@@ -104,7 +108,8 @@ def measure(cell: str, dm: TranslationDataModule, args: argparse.Namespace) -> L
         same = sum(a == b for a, b in zip(outputs["eager"]["tokens"], outputs["compiled"]["tokens"]))
         rows = outputs["eager"]["rows"]
         results.append({"cell": cell, "decoder": name, "rows": rows,
-                        "compiles": use_compiled(models["compiled"].decoder_cells[0], device),
+                        "compiles": args.backend == "graphs" or use_compiled(models["compiled"].decoder_cells[0], device),
+                        "backend": args.backend,
                         "eager_ms_row": 1000 * eager_s / rows, "compiled_ms_row": 1000 * compiled_s / rows,
                         "ratio": statistics.median(ratios), "best": min(ratios),
                         "same": f"{same}/{len(outputs['eager']['tokens'])}",
@@ -113,8 +118,11 @@ def measure(cell: str, dm: TranslationDataModule, args: argparse.Namespace) -> L
 
 
 def format_rows(rows: Sequence[Dict[str, Any]]) -> str:
-    out = ["| cell | decoder | step compiled | decoder rows | eager ms/row | compiled ms/row | "
-           "compiled ÷ eager (median of rounds) | best round | same tokens | compile s (first call) |",
+    b = rows[0]["backend"] if rows else "compiled"
+    step = "step compiled" if b == "compiled" else "steps as graphs"
+    first = "compile s (first call)" if b == "compiled" else "capture s (first call)"
+    out = [f"| cell | decoder | {step} | decoder rows | eager ms/row | {b} ms/row | "
+           f"{b} ÷ eager (median of rounds) | best round | same tokens | {first} |",
            "|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         out.append(f"| {r['cell']} | {r['decoder']} | {'yes' if r['compiles'] else 'no (eager)'} | {r['rows']:,} | "
@@ -138,7 +146,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--force-compile", action="store_true",
                         help="also compile the cells the backend table keeps eager on CPU")
     parser.add_argument("--quick", action="store_true", help="tiny sizes, 8 sentences, 1 round")
+    parser.add_argument("--backend", choices=["compiled", "graphs"], default="compiled",
+                        help="the twin timed against eager: compiled (default; the compiled step) or graphs (each "
+                             "decoding step a replayed CUDA graph; CUDA only)")
     args = parser.parse_args(argv)
+    if args.backend == "graphs" and torch.device(args.device).type != "cuda":
+        print("error: --backend graphs replays CUDA graphs and needs --device cuda; use --backend compiled on the CPU.",
+              file=sys.stderr)
+        return 2
     data_dir = os.environ.get("LIT_RNNCELLS_DATA")
     if not data_dir or not os.path.isdir(os.path.join(data_dir, "multi30k")):
         print("error: no Multi30k copy found; set LIT_RNNCELLS_DATA to the folder holding multi30k/ "

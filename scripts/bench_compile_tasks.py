@@ -14,7 +14,7 @@ rounds reuse the compiled graphs) is printed apart. Needs ``$LIT_RNNCELLS_DATA``
     LIT_RNNCELLS_COMPILE_MODE=reduce-overhead python scripts/bench_compile_tasks.py --accelerator gpu
     python scripts/bench_compile_tasks.py --accelerator gpu --backend graphs --length-buckets 4
 
-Jobs: PTB char LM with satMZU+DT and with GRU, Multi30k De-En GRU seq2seq (teacher-forced training),
+Jobs: PTB char LM with satMZU+DT and with GRU, Multi30k De-En GRU and CARU seq2seq (teacher-forced training),
 IMDB CARU document classifier.
 """
 from __future__ import annotations
@@ -63,13 +63,18 @@ REDUCED = {
     "multi30k_gru": ["--config", "configs/seq2seq/multi30k_de_en_gru.yaml", "--model.init_args.hidden_size", "256",
                      "--model.init_args.embedding_size", "128", "--model.init_args.decoding.eval_metrics", "[]",
                      "--data.init_args.batch_size", "32", "--data.init_args.limit", "4000"],
+    "multi30k_caru": ["--config", "configs/seq2seq/multi30k_de_en_caru.yaml", "--model.init_args.hidden_size", "256",
+                      "--model.init_args.embedding_size", "128", "--model.init_args.decoding.eval_metrics", "[]",
+                      "--data.init_args.batch_size", "32", "--data.init_args.limit", "4000"],
     "imdb_caru": ["--config", "configs/classification/imdb_caru.yaml", "--data.init_args.batch_size", "32",
                   "--model.init_args.pretrained_embeddings", "null"],
 }
-EAGER = {"ptb_satmzu_dt": "loop", "ptb_gru": "auto", "multi30k_gru": "auto", "imdb_caru": "loop"}
+EAGER = {"ptb_satmzu_dt": "loop", "ptb_gru": "auto", "multi30k_gru": "auto", "multi30k_caru": "loop",
+         "imdb_caru": "loop"}
 """The baseline's backend per job: what ran without ``compile`` before the backend option (the fused kernel for
 GRU, which ``auto`` keeps; the eager loop for the others, where ``auto`` may compile on a GPU)."""
-PADDED = ("multi30k_gru", "imdb_caru")
+PADDED = ("multi30k_gru", "multi30k_caru", "imdb_caru")
+TRANSLATION = ("multi30k_gru", "multi30k_caru")
 QUICK_SIZES = ["--model.init_args.hidden_size", "16", "--model.init_args.embedding_size", "16",
                "--data.init_args.batch_size", "4"]
 
@@ -81,10 +86,10 @@ def fit_args(job: str, full: bool, quick: bool, steps: int, root: Path, compiled
         args = ["fit", *REDUCED[job][:2]]
     if quick:
         args += QUICK_SIZES
-    if job == "multi30k_gru" or job == "imdb_caru":
+    if job in PADDED:
         args += ["--data.init_args.cache_dir", str(root / "cache")]
     if compiled and buckets and job in PADDED:
-        group = "batching." if job == "multi30k_gru" else ""  # TranslationDataModule's batching group
+        group = "batching." if job in TRANSLATION else ""  # TranslationDataModule's batching group
         args += [f"--data.init_args.{group}length_buckets", str(buckets)]
     args += ["--model.init_args.backend", backend if compiled else EAGER[job],
              "--model.init_args.lr_scheduler", "null",  # no validation here, so nothing for a plateau scheduler

@@ -22,10 +22,12 @@
 #                 loop for every cell and a user's cell: outputs, state, aux, gradients; padded or not; 1 and 2
 #                 directions; two layers; no gradients; bf16 autocast; the capped cache of graphs
 #   whole-fits    scripts/bench_compile_tasks.py --backend graphs --length-buckets 4 (LIT_RNNCELLS_DATA set):
-#                 tokens/s of PTB char satMZU+DT and GRU, Multi30k GRU, IMDB CARU, whole-loop graphs ÷ eager
+#                 tokens/s of PTB char satMZU+DT and GRU, Multi30k GRU and CARU, IMDB CARU, whole-loop graphs ÷ eager
 #   whole-cells   scripts/bench_gpu.py --backends eager graphs graphs-deferred: each cell's time and time per
 #                 multiply-add ÷ cuDNN GRU's, eager, as whole-loop graphs, and as graphs with the recurrent maps'
 #                 weight gradients as one product after the loop, capture time apart, peak memory after the capture
+#   whole-decode  scripts/bench_compile_decode.py --backend graphs (LIT_RNNCELLS_DATA set): greedy and beam 5 on
+#                 Multi30k test sources, each decoding step a replayed CUDA graph ÷ eager, same tokens, capture apart
 # Each stage is sized to fit one command of 8 minutes on a bare GPU machine.
 # Each output is kept in OUT_DIR, which must be new.
 #
@@ -36,7 +38,7 @@
 #
 # docs/measured.md, "On a GPU", holds the last run's tables.
 set -u -o pipefail
-STAGES="tests cells cells-graphs scan padded fits fits-graphs decode decode-graphs whole-tests whole-cells whole-fits reproduce-paper"
+STAGES="tests cells cells-graphs scan padded fits fits-graphs decode decode-graphs whole-tests whole-cells whole-fits whole-decode reproduce-paper"
 out=$(realpath -m "${1:-gpu_check-$(date +%Y%m%d-%H%M%S)}")
 shift $(( $# > 0 ? 1 : 0 ))
 wanted="${*:-$STAGES}"
@@ -79,10 +81,11 @@ for stage in $wanted; do
     reproduce-paper) cmd="python -m lit_rnncells.reproduce mzu --scale paper --experiments ptb_char --total-minutes 8 --out runs/reproduce-paper --results $out/reproduce-paper" ;;
     whole-tests) cmd="python -m pytest tests/test_cuda_graphs.py -m cuda -rs -q -p no:cacheprovider" ;;
     whole-cells) cmd="python scripts/bench_gpu.py --backends eager graphs graphs-deferred --repeats 5" ;;
+    whole-decode) cmd="python scripts/bench_compile_decode.py --device cuda --backend graphs --cells SatMZU GRU CARU --rounds 3" ;;
     whole-fits) cmd="python scripts/bench_compile_tasks.py --accelerator gpu --backend graphs --length-buckets 4 --steps 12 --warmup 4 --rounds 1" ;;
   esac
   case "$stage" in
-    fits*|decode*|whole-fits|reproduce-paper)
+    fits*|decode*|whole-fits|whole-decode|reproduce-paper)
       if [ -z "${LIT_RNNCELLS_DATA:-}" ]; then
         echo "gpu_check: $stage skipped: set LIT_RNNCELLS_DATA to the data folder" | tee "$out/$stage.txt"
         continue

@@ -214,6 +214,14 @@ def test_bench_compile_decode_quick_decodes_real_sources_both_ways(data_dir):
     assert greedy > 0 and beam > greedy  # beam 5 steps more rows
 
 
+def test_bench_compile_decode_refuses_graphs_without_cuda_in_one_line():
+    result = subprocess.run([sys.executable, "scripts/bench_compile_decode.py", "--quick", "--backend", "graphs"],
+                            cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr == ("error: --backend graphs replays CUDA graphs and needs --device cuda; use --backend "
+                             "compiled on the CPU.\n")
+
+
 def test_bench_compile_decode_names_a_missing_data_folder(tmp_path):
     import os
 
@@ -257,6 +265,33 @@ def test_gpu_check_names_a_bad_stage_limit_before_anything_runs(tmp_path):
                             env={**os.environ, "GPU_CHECK_STAGE_SECONDS": "2m"})
     assert result.returncode == 2 and result.stderr.startswith("error: GPU_CHECK_STAGE_SECONDS='2m' is not a whole")
     assert result.stderr.count("\n") == 1 and not (tmp_path / "new").exists()
+
+
+def _gpu_check_stages() -> dict:
+    """Each stage of scripts/gpu_check.sh and its command, as the script's ``case`` lines give them."""
+    import re
+
+    text = (ROOT / "scripts" / "gpu_check.sh").read_text()
+    return dict(re.findall(r'^    ([a-z-]+)\) cmd="(.*)" ;;$', text, flags=re.M))
+
+
+def test_every_gpu_check_stage_command_parses_its_options_here():
+    """A lent GPU's minutes are few: each stage's options are checked on this machine, by running its command
+    with ``--help`` last (argparse refuses a bad option or choice before it reaches ``--help``), and each pytest
+    stage's test file exists."""
+    import shlex
+
+    stages = _gpu_check_stages()
+    named = (ROOT / "scripts" / "gpu_check.sh").read_text().split('STAGES="', 1)[1].split('"', 1)[0].split()
+    assert sorted(stages) == sorted(named)
+    for stage, cmd in stages.items():
+        words = shlex.split(cmd.replace("env $graphs ", "").replace("$out", "results"))
+        if words[:3] == ["python", "-m", "pytest"]:
+            assert (ROOT / words[3]).is_file(), stage
+            continue
+        result = subprocess.run([sys.executable, *words[1:], "--help"], cwd=ROOT, capture_output=True, text=True,
+                                timeout=300)
+        assert result.returncode == 0 and result.stdout.startswith("usage:"), (stage, result.stderr[-2000:])
 
 
 @pytest.mark.slow
