@@ -23,7 +23,7 @@ skipped.
     python scripts/bench_cells.py --compile --parameter-gradients   # where the step's time goes
     python scripts/bench_cells.py --compile --breakdown   # products, call overhead, fused kernels
 
-``--compile``: each cell's ``Recurrent(compile=True)`` beside the same weights eager, forward +
+``--compile``: each cell's ``Recurrent(backend="compiled")`` beside the same weights eager, forward +
 backward, in interleaved rounds (one thread unless ``--threads``); the ratio is taken within each
 round and the median and the best round are printed, with the compile time (first two calls)
 apart. ``--parameter-gradients`` instead times each step beside the same step with the parameters

@@ -1,6 +1,6 @@
-"""Decoding with ``compile=True`` ÷ without, greedy and beam 5, on Multi30k De-En test sources, same run.
+"""Decoding with ``backend: compiled`` (or ``graphs``) ÷ without, greedy and beam 5, on Multi30k De-En test sources.
 
-For each cell, one attentional ``Seq2Seq`` (the cell in the encoder and the decoder) and its ``compile=True``
+For each cell, one attentional ``Seq2Seq`` (the cell in the encoder and the decoder) and its ``--backend``
 twin with the same weights decode the first ``--sentences`` test sources, greedy and beam 5, ``--batch-size``
 sources at a time (beam 5 steps 5x as many rows). Eager and compiled decodes alternate over ``--rounds``
 interleaved rounds in a seeded random order; the ratio is taken within each round and its median printed,

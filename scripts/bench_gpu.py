@@ -1,6 +1,6 @@
 """Every cell at its paper's size on a GPU (or ``--device cpu``): eager and compiled, beside cuDNN's GRU.
 
-For each cell, forward + backward of a one-layer ``Recurrent`` (eager and ``compile=True``, same
+For each cell, forward + backward of a one-layer ``Recurrent`` (eager and ``backend="compiled"``, same
 weights) and of ``torch.nn.GRU`` at the same size (cuDNN on a GPU), in interleaved rounds (median).
 Printed per cell and mode: ms per time step, time ÷ torch.nn.GRU's, MACs per token (hoisted input
 map + one step, counted from the shapes), time ratio ÷ MAC ratio (how much slower than its
