@@ -18,6 +18,9 @@
 #                 GPU, the whole command within 8 minutes (with LIT_RNNCELLS_DATA set); the report, runs.csv and
 #                 curves go to OUT_DIR/reproduce-paper, the checkpoints stay in runs/reproduce-paper (running the
 #                 stage again goes on from them)
+#   reproduce-caru, reproduce-mcrnn, reproduce-mufuru  the same for CARU Table 2 (Multi30k De-En, GRU / MGU / CARU at
+#                 hidden 2048), MC-RNN Table 4 (PTB word, AWD-LSTM and MC-RNN-3 at AWD-LSTM's sizes) and MuFuRU Fig. 1a
+#                 (propositional logic, hidden 4 / 8 / 16, 3 seeds), 8 minutes each; results in OUT_DIR/reproduce-<paper>
 #   whole-tests   tests/test_cuda_graphs.py: backend graphs (the whole time loop as one CUDA graph) equals the step
 #                 loop for every cell and a user's cell: outputs, state, aux, gradients; padded or not; 1 and 2
 #                 directions; two layers; no gradients; bf16 autocast; the capped cache of graphs
@@ -38,7 +41,7 @@
 #
 # docs/measured.md, "On a GPU", holds the last run's tables.
 set -u -o pipefail
-STAGES="tests cells cells-graphs scan padded fits fits-graphs decode decode-graphs whole-tests whole-cells whole-fits whole-decode reproduce-paper"
+STAGES="tests cells cells-graphs scan padded fits fits-graphs decode decode-graphs whole-tests whole-cells whole-fits whole-decode reproduce-paper reproduce-caru reproduce-mcrnn reproduce-mufuru"
 out=$(realpath -m "${1:-gpu_check-$(date +%Y%m%d-%H%M%S)}")
 shift $(( $# > 0 ? 1 : 0 ))
 wanted="${*:-$STAGES}"
@@ -81,11 +84,12 @@ for stage in $wanted; do
     reproduce-paper) cmd="python -m lit_rnncells.reproduce mzu --scale paper --experiments ptb_char --total-minutes 8 --out runs/reproduce-paper --results $out/reproduce-paper" ;;
     whole-tests) cmd="python -m pytest tests/test_cuda_graphs.py -m cuda -rs -q -p no:cacheprovider" ;;
     whole-cells) cmd="python scripts/bench_gpu.py --backends eager graphs graphs-deferred --repeats 5" ;;
+    reproduce-caru|reproduce-mcrnn|reproduce-mufuru) cmd="python -m lit_rnncells.reproduce ${stage#reproduce-} --scale paper --total-minutes 8 --out runs/reproduce-paper --results $out/$stage" ;;
     whole-decode) cmd="python scripts/bench_compile_decode.py --device cuda --backend graphs --cells SatMZU GRU CARU --rounds 3" ;;
     whole-fits) cmd="python scripts/bench_compile_tasks.py --accelerator gpu --backend graphs --length-buckets 4 --steps 12 --warmup 4 --rounds 1" ;;
   esac
   case "$stage" in
-    fits*|decode*|whole-fits|whole-decode|reproduce-paper)
+    fits*|decode*|whole-fits|whole-decode|reproduce-*)
       if [ -z "${LIT_RNNCELLS_DATA:-}" ]; then
         echo "gpu_check: $stage skipped: set LIT_RNNCELLS_DATA to the data folder" | tee "$out/$stage.txt"
         continue

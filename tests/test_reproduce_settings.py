@@ -34,10 +34,11 @@ def _locked_dropout(exp: Experiment) -> float:
     """The locked dropout on the RNN output a run of ``exp`` gets: its config's, unless ``extra`` sets it."""
     import yaml
 
-    if "--model.init_args.dropout" in exp.extra:
-        return float(_arg(exp, "--model.init_args.dropout"))
+    assert "--model.init_args.dropout" not in exp.extra  # the name before the regularization group
+    if "--model.init_args.regularization.dropout" in exp.extra:
+        return float(_arg(exp, "--model.init_args.regularization.dropout"))
     config = yaml.safe_load((ROOT / exp.config).read_text())
-    return float(config["model"]["init_args"].get("dropout", 0.0))
+    return float(config["model"]["init_args"].get("regularization", {}).get("dropout", 0.0))
 
 
 def _ptb_char_both_scales() -> List[Experiment]:
@@ -108,5 +109,6 @@ def test_mcrnn_ptb_word_uses_the_awd_lstm_regularisers() -> None:
 def test_no_experiment_passes_an_option_name_that_is_going(paper: str) -> None:
     """A reproduction's own arguments use today's names (``backend: compiled``, not the deprecated ``compile``),
     so its runs print no deprecation line."""
-    for exp in PAPERS[paper][1]:
+    for exp in PAPERS[paper][1] + paper_scale.experiments(paper, PAPERS[paper][1], Experiment):
         assert "--model.init_args.compile" not in exp.extra, exp.name
+        assert "--model.init_args.dropout" not in exp.extra or "LanguageModel" not in (ROOT / exp.config).read_text()

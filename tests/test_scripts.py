@@ -272,7 +272,12 @@ def _gpu_check_stages() -> dict:
     import re
 
     text = (ROOT / "scripts" / "gpu_check.sh").read_text()
-    return dict(re.findall(r'^    ([a-z-]+)\) cmd="(.*)" ;;$', text, flags=re.M))
+    stages = {}
+    for names, cmd in re.findall(r'^    ([a-z|-]+)\) cmd="(.*)" ;;$', text, flags=re.M):
+        for stage in names.split("|"):
+            stages[stage] = cmd.replace("${stage#reproduce-}", stage.removeprefix("reproduce-")).replace(
+                "$stage", stage)
+    return stages
 
 
 def test_every_gpu_check_stage_command_parses_its_options_here():

@@ -50,7 +50,8 @@ SCALES: Dict[str, Dict[str, PaperScale]] = {
                f"SatMZU({MZU_DT})": "satMZU+DT", f"GcnMZU({MZU_DT})": "gcnMZU+DT",
                f"CapMZU({MZU_DT},capsules=2,routing_iterations=3)": "capMZU+DT"},
         fields={"paper": {"GRU": 1.269, "GRU+DT": 1.208, "satMZU+DT": 1.189, "gcnMZU+DT": 1.183, "capMZU+DT": 1.181},
-                "seeds": 1, "match_params": None, "hidden_size": 800, "extra": ("--model.init_args.dropout", "0.0")},
+                "seeds": 1, "match_params": None, "hidden_size": 800,
+                "extra": ("--model.init_args.regularization.dropout", "0.0")},
         setting="the paper's sizes (configs/lm/ptb_char_gru.yaml): embedding 256, hidden 800 for every cell, batch "
                 "256, BPTT 150, Adam 1e-3, clip 5; MZU cells with 4 zones, filter 1000, layer norm, candidate "
                 "dropout 0.5, λ = 1, M shared across depth (capMZU: 2 capsules, 3 routing iterations); GRU and "

@@ -154,14 +154,15 @@ def experiment_markdown(exp: Experiment, entries: List[Dict[str, Any]], figures:
 NOT_RUN = "Not run yet"
 
 
-def run_experiment(exp: Experiment, folder: Path, log: Any,
-                   launcher: Optional[Launcher] = None) -> List[Dict[str, Any]]:
-    """Run (or reuse the finished runs of) one experiment's comparison in ``folder``; the rows of its runs.csv."""
+def run_experiment(exp: Experiment, folder: Path, log: Any, launcher: Optional[Launcher] = None,
+                   dry_run: bool = False) -> List[Dict[str, Any]]:
+    """Run (or reuse the finished runs of) one experiment's comparison in ``folder``; the rows of its runs.csv
+    (``dry_run``: only plan and check its runs, printing their commands; no rows)."""
     return compare(str(ROOT / exp.config) if not Path(exp.config).is_absolute() else exp.config, list(exp.cells),
                    seeds=exp.seeds, budget=exp.budget, out=folder, vary=list(exp.vary),
                    matching=Matching(match_params=exp.match_params, hidden_size=exp.hidden_size),
                    runs=RunOptions(extra=list(exp.extra), test_every_epoch=exp.test_every_epoch, no_wandb=True),
-                   launch=Launch(launcher=launcher), log=log)
+                   launch=Launch(launcher=launcher, dry_run=dry_run), log=log)
 
 
 def cpu_header(paper: str, title: str) -> List[str]:
@@ -250,6 +251,25 @@ def paper_section(exp: Experiment, folder: Path, launcher: Launcher, figures: Li
     return experiment_markdown(exp, summarise(rows, exp), figures, last_quarter_change(files, exp)), rows
 
 
+def dry_run(paper: str, out: Path, chosen: Optional[Sequence[str]], scale: str, log: Any = None) -> int:
+    """``--dry-run``: each experiment's runs (at ``scale``) planned and their arguments parsed, their commands
+    printed on ``log``; nothing runs or is written. A mistake is the one line of the run it would stop."""
+    log = sys.stderr if log is None else log
+    title, exps = PAPERS[paper]
+    if scale == "paper":
+        exps = paper_scale.experiments(paper, exps, Experiment)
+    unknown = sorted(set(chosen or ()) - {e.name for e in exps})
+    if unknown:
+        raise CompareError(f"Unknown experiment(s) {', '.join(unknown)} of {paper}"
+                           f"{' at the paper' + chr(39) + 's size' if scale == 'paper' else ''}; use "
+                           f"{', '.join(e.name for e in exps)}.")
+    for exp in [e for e in exps if chosen is None or e.name in chosen]:
+        print(f"reproduce: {paper} {exp.name} ({scale} scale), config {exp.config}, budget {exp.budget}:", file=log,
+              flush=True)
+        run_experiment(exp, out / exp.name, log, dry_run=True)
+    return 0
+
+
 def run_paper_scale(args: argparse.Namespace) -> int:
     """``main`` for ``--scale paper`` (:func:`.paper_scale.reproduce_at_paper_scale`)."""
     results, time_limit = paper_scale.check_options(args)
@@ -272,6 +292,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--report", help="write the markdown here (default: print it)")
     ap.add_argument("--experiments", nargs="+", help="only these experiments of the paper")
     ap.add_argument("--read-only", action="store_true", help="report the runs that finished; run nothing new")
+    ap.add_argument("--dry-run", action="store_true",
+                    help="plan every run, parse its arguments as the run would, print its command line and stop: "
+                         "nothing runs or is written (a check before spending a GPU's time)")
     ap.add_argument("--jobs", type=int, default=1, metavar="N",
                     help="runs at once (default 1), as compare --jobs: each its own GPU or share of the CPU cores")
     paper_scale.add_options(ap)
@@ -286,6 +309,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     try:
+        if args.dry_run:
+            return dry_run(args.paper, Path(args.out), args.experiments, args.scale)
         if args.scale == "paper" or any(v is not None for v in (args.time_budget, args.total_minutes,
                                                                   args.startup_allowance)):
             if args.launcher == "slurm":

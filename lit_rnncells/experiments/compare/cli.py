@@ -66,6 +66,9 @@ def add_group_options(ap: argparse.ArgumentParser) -> None:
     launch.add_argument("--jobs", type=int, default=1, metavar="N",
                         help="runs at once (default 1): each gets its own GPU, round-robin over the visible ones, "
                              "or its share of the CPU cores")
+    launch.add_argument("--dry-run", action="store_true",
+                        help="plan the runs, parse every run's arguments, print each run's command line and stop: "
+                             "nothing runs or is written")
     add_slurm_options(ap, launch)
 
 
@@ -75,7 +78,7 @@ def groups_of(args: argparse.Namespace, extra: Sequence[str], out: Path) -> Dict
     launcher = slurm_launcher(args, out) if args.launcher == "slurm" else None
     return {"matching": Matching(args.match_params, args.hidden_size), "selection": Selection(args.monitor, args.mode),
             "runs": RunOptions(list(extra), args.test_every_epoch, args.no_wandb),
-            "launch": Launch(launcher, args.jobs)}
+            "launch": Launch(launcher, args.jobs, args.dry_run)}
 
 
 def error_exit(message: str) -> int:
@@ -126,4 +129,4 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if rows:
         print((out / "summary.md").read_text())
         print(f"Runs: {out / 'runs.csv'}; curves: {out / 'curves_steps.png'}, {out / 'curves_seconds.png'}")
-    return 1 if failed or not rows else 0
+    return 1 if failed or not (rows or args.dry_run) else 0

@@ -69,10 +69,13 @@ class Launch:
             ``jobs``; the command line builds a Slurm launcher from ``--launcher slurm`` and its settings).
         jobs: runs at once on this machine (default 1): each gets its own GPU, round-robin over the visible ones,
             or its share of the CPU cores.
+        dry_run: plan the runs and parse every grid point's arguments as a run would, print each run's command
+            line, and stop: nothing runs and nothing is written (a check before spending a GPU's time).
     """
 
     launcher: Optional[Any] = None
     jobs: int = 1
+    dry_run: bool = False
 
 
 GROUPS: Dict[str, Type[Any]] = {"matching": Matching, "selection": Selection, "runs": RunOptions,

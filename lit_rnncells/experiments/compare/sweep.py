@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import sys
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
@@ -12,7 +13,8 @@ from ...utils.arguments import apply_deprecated_names, option_group
 from ...utils.paths import check_output_folder
 from ..report import curve_groups, log_to_wandb, plot_curves, row_of, summary_markdown, write_csv
 from ..param_match import cell_name
-from .planning import Budget, CompareError, check_arguments, check_cell, default_monitor, mode_of, parse_vary, plan
+from .planning import (Budget, CompareError, RunSpec, check_arguments, check_cell, default_monitor, mode_of,
+                       parse_vary, plan)
 from .options import DEPRECATED_NAMES, GROUPS, Launch, Matching, RunOptions, Selection
 from .runner import LocalLauncher, run_specs
 
@@ -122,11 +124,14 @@ def compare(config: str, cells: Sequence[CellSpec], seeds: Union[int, Sequence[i
     seed_list = check_seeds(seeds)
     monitor, mode = monitor_and_mode(config, selection)
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
     match_params = None if matching.match_params is None else str(matching.match_params)
     specs = plan(config, cells, seed_list, budget, out, grid, matching.hidden_size, match_params, monitor, mode,
                  runs.extra, runs.test_every_epoch, runs.no_wandb, log)
     check_arguments(specs)
+    if launch.dry_run:
+        say_plan(specs, log)
+        return []
+    out.mkdir(parents=True, exist_ok=True)
     failed = [] if failed is None else failed
     results = run_specs(specs, runs.env, log, failed, launcher)
     rows = write_outputs(out, config, budget, monitor, [k for k, _ in grid], results, runs.no_wandb)
@@ -134,6 +139,16 @@ def compare(config: str, cells: Sequence[CellSpec], seeds: Union[int, Sequence[i
         print(f"compare: {len(failed)} of {len(specs)} runs failed ({', '.join(failed)}); rerun the same command "
               "to retry them (finished runs are kept).", file=log, flush=True)
     return rows
+
+
+def say_plan(specs: Sequence[RunSpec], log: Any) -> None:
+    """A dry run's output: each run's id and the command line that trains it as a run would (without the
+    runner's own additions: the time limit, the resumed checkpoint, the per-epoch tests)."""
+    for i, spec in enumerate(specs, 1):
+        print(f"compare: [{i}/{len(specs)}] {spec.run_id}: python -m lit_rnncells fit "
+              f"{' '.join(shlex.quote(a) for a in spec.cli_args())}", file=log, flush=True)
+    print(f"compare: dry run: {len(specs)} runs planned and their arguments parsed; nothing was run or written.",
+          file=log, flush=True)
 
 
 def check_input(config: str, out: Union[str, Path]) -> None:
