@@ -31,6 +31,7 @@ from typing import Any, Callable, Iterator, List, Optional, Tuple
 import torch
 from torch import Tensor
 
+from .beam_search import map_leaves
 from .recurrent import eager_steps
 
 MAX_DECODE_GRAPHS = 16
@@ -49,19 +50,6 @@ def tensor_leaves(obj: Any) -> Iterator[Tensor]:
     elif isinstance(obj, dict):
         for key in sorted(obj):
             yield from tensor_leaves(obj[key])
-
-
-def map_leaves(fn: Callable[[Tensor], Tensor], obj: Any) -> Any:
-    """``obj`` with ``fn`` applied to each tensor, its structure kept (named tuples too)."""
-    if isinstance(obj, Tensor):
-        return fn(obj)
-    if isinstance(obj, tuple) and hasattr(obj, "_fields"):
-        return type(obj)(*(map_leaves(fn, o) for o in obj))
-    if isinstance(obj, (tuple, list)):
-        return type(obj)(map_leaves(fn, o) for o in obj)
-    if isinstance(obj, dict):
-        return {k: map_leaves(fn, v) for k, v in obj.items()}
-    return obj
 
 
 def shape_key(obj: Any) -> Tuple:
