@@ -16,6 +16,8 @@ graphs' memory pool, allocated while recording, before the peak is reset: not co
     python scripts/bench_gpu.py --backends eager graphs  # the whole loop as one CUDA graph (backend graphs)
     python scripts/bench_gpu.py --backends graphs graphs-deferred  # inside the graph, the recurrent maps'
                                 # weight gradients as one product after the loop (the backend table's `defer`)
+    python scripts/bench_gpu.py --device cpu --size 32 100 128 256 --backends eager loop-deferred --cells GRUDT
+                                # the same deferral in the eager loop, here on CPU
 
 The graphs rows' capture time (first call) is apart from the timing, and their peak memory is measured after
 the capture, so it includes nothing of the capture itself but the graphs' own pool is counted while it is in use.
@@ -41,7 +43,7 @@ from torch import nn
 from lit_rnncells.nn.benchmark import (compile_mode_header, compiled_twin, input_macs, interleaved_times, step_macs,
                                        train_step)
 from lit_rnncells.cells import get_cell
-from lit_rnncells.nn import backend
+from lit_rnncells.nn import Recurrent, backend
 
 Size = Tuple[int, int, int, int]
 MZU_PTB: Size = (128, 150, 256, 800)
@@ -70,22 +72,23 @@ def peak_memory_mb(fn: Callable[[], None], device: torch.device) -> float:
     return torch.cuda.max_memory_allocated(device) / 2 ** 20
 
 
-def graphed_job(eager: nn.Module, x: torch.Tensor, defer: bool) -> Tuple[Callable[[], None], float]:
-    """A copy of ``eager`` under ``backend: graphs``, its recurrent weight gradients deferred or not (its plan
-    resolved while the backend table says so), and the seconds of its first call (the capture)."""
-    graphed = copy.deepcopy(eager)
-    graphed.backend = "graphs"
-    cls = type(graphed.cell())
-    saved = backend.entry(cls, "cuda")
-    backend.let_defer(cls, "cuda", defer)
+def twin_job(eager: nn.Module, x: torch.Tensor, name: str, defer: bool) -> Tuple[Callable[[], None], float]:
+    """A copy of ``eager`` under ``backend: name``, its recurrent weight gradients deferred or not (its plan
+    resolved while the backend table says so), and the seconds of its first call (graphs: the capture)."""
+    twin = copy.deepcopy(eager)
+    twin.backend = name
+    cls, device = type(twin.cell()), x.device.type
+    saved = backend.entry(cls, device)
+    backend.let_defer(cls, device, defer)
     try:
-        graphed.plans("cuda")
+        twin.plans(device)
     finally:
-        backend.let_defer(cls, "cuda", saved.defer)
-    job = train_step(graphed, x)
+        backend.let_defer(cls, device, saved.defer)
+    job = train_step(twin, x)
     started = time.perf_counter()
     job()
-    torch.cuda.synchronize(x.device)
+    if x.is_cuda:
+        torch.cuda.synchronize(x.device)
     return job, time.perf_counter() - started
 
 
@@ -95,12 +98,20 @@ def bench_cell(name: str, factory: Callable, size: Size, device: torch.device, r
     torch.manual_seed(0)
     x = torch.randn(batch, steps, inp, device=device)
     gru = nn.GRU(inp, hidden, batch_first=True).to(device)
-    eager, compiled, compile_s = compiled_twin(factory, inp, hidden, x)
-    jobs = {"gru": train_step(gru, x), "eager": train_step(eager, x), "compiled": train_step(compiled, x)}
+    if "compiled" in modes:
+        eager, compiled, compile_s = compiled_twin(factory, inp, hidden, x)
+    else:  # nothing to compile
+        eager, compiled, compile_s = Recurrent(factory, inp, hidden, batch_first=True).to(device), None, float("nan")
+    jobs = {"gru": train_step(gru, x), "eager": train_step(eager, x)}
+    if compiled is not None:
+        jobs["compiled"] = train_step(compiled, x)
     setup_s = {"eager": float("nan"), "compiled": compile_s}
     for mode in ("graphs", "graphs-deferred"):  # the whole loop as CUDA graphs: captured first, timed apart
         if mode in modes:
-            jobs[mode], setup_s[mode] = graphed_job(eager, x, defer=mode == "graphs-deferred")
+            jobs[mode], setup_s[mode] = twin_job(eager, x, "graphs", defer=mode == "graphs-deferred")
+    if "loop-deferred" in modes:  # the eager step loop with the deferred weight gradients (any device)
+        jobs["loop-deferred"], _ = twin_job(eager, x, "loop", defer=True)
+        setup_s["loop-deferred"] = float("nan")
     jobs = {k: v for k, v in jobs.items() if k == "gru" or k in modes}
     times = interleaved_times(jobs, repeats)
     cell = eager.cell().cpu()
@@ -136,11 +147,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--cells", nargs="+", default=list(CELLS), choices=list(CELLS))
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--backends", nargs="+", default=["eager", "compiled"],
-                        choices=["eager", "compiled", "graphs", "graphs-deferred"],
+                        choices=["eager", "compiled", "graphs", "graphs-deferred", "loop-deferred"],
                         help="what to time beside cuDNN's GRU: eager (the layer's auto backend), compiled, graphs "
                              "(the whole loop as CUDA graphs; CUDA only), graphs-deferred (graphs with the recurrent "
-                             "maps' weight gradients as one product after the loop); default eager compiled")
+                             "maps' weight gradients as one product after the loop), loop-deferred (the eager step "
+                             "loop with those; any device); default eager compiled")
     parser.add_argument("--tiny", action="store_true", help=f"every cell at B, T, I, H = {TINY}, 1 round")
+    parser.add_argument("--size", nargs=4, type=int, metavar=("B", "T", "I", "H"),
+                        help="every cell at this batch, length, input and hidden size (default: each its paper's)")
     args = parser.parse_args(argv)
     device = torch.device(args.device)
     if device.type == "cuda" and not torch.cuda.is_available():
@@ -158,7 +172,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     rows = []
     for name in args.cells:
         factory, size = CELLS[name]
-        rows += bench_cell(name, factory, TINY if args.tiny else size, device, repeats, args.backends)
+        rows += bench_cell(name, factory, TINY if args.tiny else tuple(args.size or size), device, repeats,
+                           args.backends)
         print(format_rows(rows[-len(args.backends):], baseline).split("\n", 2)[2], flush=True)
     print("\n" + format_rows(rows, baseline))
     return 0

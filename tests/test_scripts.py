@@ -85,6 +85,13 @@ def test_bench_gpu_runs_on_cpu_at_tiny_sizes():
     assert "time ÷ torch.nn.GRU" in out and "| n/a |" in out  # no CUDA peak memory on CPU
 
 
+def test_bench_gpu_times_the_deferred_loop_on_cpu_without_compiling():
+    out = run_script("scripts/bench_gpu.py", "--device", "cpu", "--tiny", "--cells", "GRUDT", "--backends", "eager",
+                     "loop-deferred")
+    assert "| GRUDT | eager | B4 T6 I8 H8 |" in out and "| GRUDT | loop-deferred | B4 T6 I8 H8 |" in out
+    assert "| compiled |" not in out
+
+
 def test_bench_gpu_refuses_the_graphs_rows_without_cuda_in_one_line():
     for backends in (["graphs"], ["eager", "graphs-deferred"]):
         result = subprocess.run([sys.executable, "scripts/bench_gpu.py", "--device", "cpu", "--tiny", "--backends",
