@@ -124,7 +124,8 @@ def entry(cls: type, device_type: str) -> Entry:
 def let_compile(cls: type, device_type: str = "cpu") -> None:
     """Let a ``compiled`` request compile ``cls``'s step on ``device_type`` although the table says it measured
     slower (benchmark scripts' ``--force-compile``, to show why)."""
-    TABLE[(_row_name(cls), device_type)] = Entry(entry(cls, device_type).auto, True)
+    row = entry(cls, device_type)
+    TABLE[(_row_name(cls), device_type)] = Entry(row.auto, True, row.defer)
 
 
 def let_defer(cls: type, device_type: str = "cuda", defer: bool = True) -> None:
