@@ -32,10 +32,12 @@ Greedy search (:func:`greedy_search`) is the same procedure with one hypothesis 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, List, Optional, Protocol, Tuple
+from typing import Any, List, Optional, Protocol, Tuple
 
 import torch
 from torch import Tensor
+
+from .step import map_leaves
 
 LENGTH_PENALTIES = ("gnmt", "average", "none")
 
@@ -55,20 +57,6 @@ class Decodable(Protocol):
     def reorder_decoder_state(self, state: Any, index: Tensor) -> Any: ...
 
     def reorder_encoder(self, enc: Any, index: Tensor) -> Any: ...
-
-
-def map_leaves(fn: Callable[[Tensor], Tensor], obj: Any) -> Any:
-    """``obj`` with ``fn`` applied to each tensor of a nested structure (tuples, named tuples, lists, dicts), its
-    structure kept; anything else (``None``, numbers) is kept as it is."""
-    if isinstance(obj, Tensor):
-        return fn(obj)
-    if isinstance(obj, tuple) and hasattr(obj, "_fields"):
-        return type(obj)(*(map_leaves(fn, o) for o in obj))
-    if isinstance(obj, (tuple, list)):
-        return type(obj)(map_leaves(fn, o) for o in obj)
-    if isinstance(obj, dict):
-        return {k: map_leaves(fn, v) for k, v in obj.items()}
-    return obj
 
 
 def select_batch(obj: Any, index: Tensor) -> Any:

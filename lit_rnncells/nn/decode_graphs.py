@@ -26,30 +26,18 @@ import sys
 import time
 import weakref
 from collections import OrderedDict
-from typing import Any, Callable, Iterator, List, Optional, Tuple
+from typing import Any, Callable, List, Optional, Tuple
 
 import torch
 from torch import Tensor
 
-from .beam_search import map_leaves
 from .recurrent import eager_steps
+from .step import map_leaves, tensor_leaves
 
 MAX_DECODE_GRAPHS = 16
 """At most this many captured decoding steps are kept per wrapped model."""
 
 StepFn = Callable[[Tensor, Any, Any], Tuple[Tensor, Any, Tensor]]
-
-
-def tensor_leaves(obj: Any) -> Iterator[Tensor]:
-    """Every tensor of a nested structure (tuples, named tuples, lists, dicts), in order."""
-    if isinstance(obj, Tensor):
-        yield obj
-    elif isinstance(obj, (tuple, list)):
-        for part in obj:
-            yield from tensor_leaves(part)
-    elif isinstance(obj, dict):
-        for key in sorted(obj):
-            yield from tensor_leaves(obj[key])
 
 
 def shape_key(obj: Any) -> Tuple:
@@ -60,7 +48,7 @@ def shape_key(obj: Any) -> Tuple:
     if isinstance(obj, (tuple, list)):
         return (type(obj).__name__, *(shape_key(o) for o in obj))
     if isinstance(obj, dict):
-        return ("dict", *((k, shape_key(obj[k])) for k in sorted(obj)))
+        return ("dict", *((k, shape_key(v)) for k, v in obj.items()))
     return ("value", obj)
 
 

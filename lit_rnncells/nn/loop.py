@@ -11,7 +11,7 @@ from torch import Tensor
 
 from ..cells.base import RecurrentCell, State
 from ..cells.deferred import deferring_weight_gradients
-from .step import _step, state_leaves, with_leaves
+from .step import _step, map_leaves, tensor_leaves
 
 StepFn = Callable[[RecurrentCell, Tensor, State, Optional[Tensor], bool, bool], Tuple[State, Optional[Tensor]]]
 
@@ -54,9 +54,10 @@ def run_loop(cell: RecurrentCell, x: Tensor, state: State, mask: Optional[Tensor
     aux_total: Optional[Tensor] = None
     x_proj = x if projected else cell.project_input(x)
     weights = list(cell.parameters()) if defer and not compiled else []
-    with deferring_weight_gradients(weights, (x_proj, *state_leaves(state))) as passed, \
+    with deferring_weight_gradients(weights, (x_proj, *tensor_leaves(state))) as passed, \
             _stepping(cell, passed[0], seen) as x_proj:
-        state = with_leaves(state, passed[1:])
+        leaves = iter(passed[1:])
+        state = map_leaves(lambda _: next(leaves), state)
         for t, x_t in enumerate(x_proj.unbind(0)):
             seen.append(state)
             # A constant initial state (no gradient) would need a graph of its own for one step: run it eagerly.

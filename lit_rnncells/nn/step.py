@@ -1,11 +1,13 @@
-"""One step of ``Recurrent``'s time loop (:func:`_step`) and the walk over a state's leaves (:func:`map_state`).
+"""One step of ``Recurrent``'s time loop (:func:`_step`) and the walks over a state's leaves: :func:`map_state`
+(leaf-wise over states of one structure), :func:`map_leaves` and :func:`tensor_leaves` (any nesting of tuples,
+named tuples, lists and dicts: the deferred loop's inputs, a search's decoder state and encoder outputs).
 
 The eager loop (:mod:`.recurrent`) and the compiled one (:mod:`.compiled`) both run :func:`_step`; it lives
 here so that neither of them imports the other's module for it.
 """
 from __future__ import annotations
 
-from typing import Optional, Sequence, Tuple
+from typing import Any, Callable, Iterator, Optional, Tuple
 
 import torch
 from torch import Tensor
@@ -20,21 +22,31 @@ def map_state(fn, *states: State) -> State:
     return fn(*states)
 
 
-def state_leaves(state: State) -> Tuple[Tensor, ...]:
-    """The tensors of a state (a tensor or nested tuples of them), in order."""
-    if isinstance(state, tuple):
-        return tuple(leaf for part in state for leaf in state_leaves(part))
-    return (state,)
+def tensor_leaves(obj: Any) -> Iterator[Tensor]:
+    """Every tensor of a nested structure (tuples, named tuples, lists, dicts), in order (:func:`map_leaves`'
+    order too)."""
+    if isinstance(obj, Tensor):
+        yield obj
+    elif isinstance(obj, (tuple, list)):
+        for part in obj:
+            yield from tensor_leaves(part)
+    elif isinstance(obj, dict):
+        for value in obj.values():
+            yield from tensor_leaves(value)
 
 
-def with_leaves(state: State, leaves: Sequence[Tensor]) -> State:
-    """``state``'s structure filled with ``leaves`` (in :func:`state_leaves`' order)."""
-    it = iter(leaves)
-
-    def rebuild(part: State) -> State:
-        return tuple(rebuild(p) for p in part) if isinstance(part, tuple) else next(it)
-
-    return rebuild(state)
+def map_leaves(fn: Callable[[Tensor], Tensor], obj: Any) -> Any:
+    """``obj`` with ``fn`` applied to each tensor of a nested structure (tuples, named tuples, lists, dicts), its
+    structure kept; anything else (``None``, numbers) is kept as it is."""
+    if isinstance(obj, Tensor):
+        return fn(obj)
+    if isinstance(obj, tuple) and hasattr(obj, "_fields"):
+        return type(obj)(*(map_leaves(fn, o) for o in obj))
+    if isinstance(obj, (tuple, list)):
+        return type(obj)(map_leaves(fn, o) for o in obj)
+    if isinstance(obj, dict):
+        return {k: map_leaves(fn, v) for k, v in obj.items()}
+    return obj
 
 
 def _where_state(mask: Tensor, new: State, old: State) -> State:
