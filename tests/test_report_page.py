@@ -60,7 +60,7 @@ def test_regenerating_the_shipped_mzu_report_keeps_every_hand_written_section(tm
     text = report.read_text()
     for written_by_hand in ("## Why MZU trailed GRU at small sizes", "### The equations: implemented as the paper",
                             "### The settings and the hidden size: an ablation", "### What explains the gap",
-                            "### Reduced rerun with the paper's settings"):
+                            "### The run above, and the GRU at the MZUs' hidden size"):
         assert written_by_hand in text
     assert _outside_markers(text) == _outside_markers(shipped)
     assert text == shipped  # nothing new to report: the page is unchanged, byte for byte
@@ -75,7 +75,7 @@ def test_the_shipped_report_without_its_markers_loses_no_line_when_read_again(tm
     text = report.read_text()
     assert "".join(ln for ln in text.splitlines(keepends=True) if not ln.startswith("<!-- ")) == unmarked
     assert set(blocks(text)) == {"header", "ptb_char", "absa_restaurants"}
-    assert blocks(text)["ptb_char"].startswith("## PTB character LM") and "### Reduced" not in blocks(text)["ptb_char"]
+    assert blocks(text)["ptb_char"].startswith("## PTB character LM") and "### The run above" not in blocks(text)["ptb_char"]
 
 
 def test_the_paper_scale_report_goes_beside_the_cpu_one(tmp_path, monkeypatch):

@@ -30,6 +30,14 @@ def test_summary_is_mean_and_sample_std_per_cell_with_the_papers_value():
     assert entries["GRU"]["n"] == 2 and entries["MuFuRU"]["std"] is None and entries["MuFuRU"]["paper"] == 0.95
 
 
+def test_the_table_lists_the_cells_in_the_experiments_order_whatever_order_the_runs_came_in():
+    """A run returns its rows in plan order, ``--read-only`` in folder-name order; the table is the same either way."""
+    exp = _exp(cells={"MuFuRU": "MuFuRU", "GRU": "GRU", "MGU": "MGU"})
+    rows = [_row("GRU", 1, 0.5), _row("MGU", 1, 0.6), _row("MuFuRU", 1, 0.9)]
+    assert [e["cell"] for e in summarise(rows, exp)] == ["MuFuRU", "GRU", "MGU"]
+    assert [e["cell"] for e in summarise(rows[::-1], exp)] == ["MuFuRU", "GRU", "MGU"]
+
+
 @pytest.mark.parametrize("lower, ours, shows", [(False, (0.5, 0.9), True), (False, (0.9, 0.5), False),
                                                 (True, (0.9, 0.5), False), (True, (0.5, 0.9), True)])
 def test_the_ordering_verdict_compares_best_first_in_the_metric_direction(lower, ours, shows):

@@ -112,3 +112,23 @@ def test_no_experiment_passes_an_option_name_that_is_going(paper: str) -> None:
     for exp in PAPERS[paper][1] + paper_scale.experiments(paper, PAPERS[paper][1], Experiment):
         assert "--model.init_args.compile" not in exp.extra, exp.name
         assert "--model.init_args.dropout" not in exp.extra or "LanguageModel" not in (ROOT / exp.config).read_text()
+
+
+def test_mufuru_ptb_word_runs_at_the_papers_size_with_its_optimiser() -> None:
+    """§4.2: single-layer models of 200 hidden units, equal for the GRU and the MuFuRU; Adam with β1 = 0 (all the
+    paper's experiments). Both configs agree but for the cell, so the one config the runner reads is fair to both."""
+    import yaml
+
+    exp = _experiment("mufuru", "ptb_word")
+    assert exp.hidden_size == 200 and exp.match_params is None
+    assert sorted(exp.cells.values()) == ["GRU", "MuFuRU"] and exp.paper == {"GRU": 123.0, "MuFuRU": 119.7}
+    configs = [yaml.safe_load((ROOT / f"configs/lm/ptb_word_{c}.yaml").read_text()) for c in ("gru", "mufuru")]
+    for config in configs:
+        model = config["model"]["init_args"]
+        assert (model["num_layers"], model["hidden_size"]) == (1, 200)
+        assert model["optimizer"]["init_args"]["betas"] == [0.0, 0.999]
+        assert config["data"]["init_args"]["dataset"] == "ptb_word"
+    del configs[0]["model"]["init_args"]["cell"], configs[1]["model"]["init_args"]["cell"]
+    assert configs[0] == configs[1]
+    assert exp.config == "configs/lm/ptb_word_gru.yaml"
+    assert "--model.init_args.num_layers" not in exp.extra and "--model.init_args.hidden_size" not in exp.extra

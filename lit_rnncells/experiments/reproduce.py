@@ -47,7 +47,14 @@ def summarise(rows: List[Dict[str, Any]], exp: Experiment) -> List[Dict[str, Any
                     "mean": statistics.fmean(values) if values else None,
                     "std": statistics.stdev(values) if len(values) > 1 else None, "n": len(values),
                     "params": members[0]["params"], "hidden": members[0]["hidden_size"]})
-    return out
+    return in_cell_order(out, exp)
+
+
+def in_cell_order(entries: List[Dict[str, Any]], exp: Experiment) -> List[Dict[str, Any]]:
+    """``entries`` in the order the experiment lists its cells (a stable sort: grid points keep theirs), whether
+    the rows came from a run (plan order) or from the finished runs' folders (name order)."""
+    order = {name: i for i, name in enumerate(exp.cells.values())}
+    return sorted(entries, key=lambda e: order.get(e["cell"], len(order)))
 
 
 def spec_label(spec: str) -> str:
@@ -107,8 +114,8 @@ def last_quarter_change(result_files: Sequence[Path], exp: Experiment) -> List[D
         whole = last - points[0][1]
         by_cell.setdefault(labels.get(result["cell"], result["cell"]), []).append(
             (last - quarter, (last - quarter) / whole if whole else float("nan")))
-    return [{"cell": cell, "monitor": monitor, "change": statistics.fmean(c for c, _ in values),
-             "share": statistics.fmean(s for _, s in values)} for cell, values in by_cell.items()]
+    return in_cell_order([{"cell": cell, "monitor": monitor, "change": statistics.fmean(c for c, _ in values),
+                           "share": statistics.fmean(s for _, s in values)} for cell, values in by_cell.items()], exp)
 
 
 def experiment_markdown(exp: Experiment, entries: List[Dict[str, Any]], figures: Sequence[str],
