@@ -20,7 +20,8 @@
 #                 stage again goes on from them)
 #   reproduce-caru, reproduce-mcrnn, reproduce-mufuru  the same for CARU Table 2 (Multi30k De-En, GRU / MGU / CARU at
 #                 hidden 2048), MC-RNN Table 4 (PTB word, AWD-LSTM and MC-RNN-3 at AWD-LSTM's sizes) and MuFuRU Fig. 1a
-#                 (propositional logic, hidden 4 / 8 / 16, 3 seeds), 8 minutes each; results in OUT_DIR/reproduce-<paper>
+#                 (propositional logic, hidden 2 to 128, 3 seeds; it also runs on a CPU, and has: docs/reproduction/
+#                 mufuru.md), 8 minutes each; results in OUT_DIR/reproduce-<paper>
 #   whole-tests   tests/test_cuda_graphs.py: backend graphs (the whole time loop as one CUDA graph) equals the step
 #                 loop for every cell and a user's cell: outputs, state, aux, gradients; padded or not; 1 and 2
 #                 directions; two layers; no gradients; bf16 autocast; the capped cache of graphs

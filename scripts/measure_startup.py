@@ -71,7 +71,7 @@ def measure(cell: str, config: str, hidden: int, run_dir: Path) -> Dict[str, flo
 
 def main() -> None:
     from lit_rnncells.experiments import paper_scale
-    from lit_rnncells.experiments.reproduce import PAPERS, Experiment
+    from lit_rnncells.experiments.reproduce import PAPERS
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--child", help=argparse.SUPPRESS)
@@ -86,7 +86,7 @@ def main() -> None:
     if not os.environ.get("LIT_RNNCELLS_DATA"):
         raise SystemExit("error: LIT_RNNCELLS_DATA is not set; point it at the data folder (the paper's corpus is "
                          "read from it, as a paper-scale run reads it).")
-    exp = next(e for e in paper_scale.experiments(args.paper, PAPERS[args.paper][1], Experiment)
+    exp = next(e for e in paper_scale.experiments(args.paper, PAPERS[args.paper][1])
                if e.name == args.experiment)
     from lit_rnncells.experiments.compare import check_cell
 

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from lit_rnncells import reproduce
-from lit_rnncells.experiments.reproduce import Experiment, ordering_verdict, summarise
+from lit_rnncells.experiments.reproduce import Experiment, experiment_markdown, ordering_verdict, summarise
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -36,6 +36,19 @@ def test_the_table_lists_the_cells_in_the_experiments_order_whatever_order_the_r
     rows = [_row("GRU", 1, 0.5), _row("MGU", 1, 0.6), _row("MuFuRU", 1, 0.9)]
     assert [e["cell"] for e in summarise(rows, exp)] == ["MuFuRU", "GRU", "MGU"]
     assert [e["cell"] for e in summarise(rows[::-1], exp)] == ["MuFuRU", "GRU", "MGU"]
+
+
+def test_a_grid_reads_in_the_order_of_its_values_not_as_text():
+    """Runs read back by folder name come as hidden 128, 16, 2; the table and the verdicts list 2, 16, 128."""
+    key = "model.init_args.hidden_size"
+    exp = _exp(vary=(f"{key}=2,16,128",), claimed_best="MuFuRU")
+    rows = [dict(_row(cell, 1, acc), **{key: h}) for h in ("128", "16", "2") for cell, acc in (("GRU", 0.5),
+                                                                                             ("MuFuRU", 0.9))]
+    entries = summarise(rows, exp)
+    assert [(e["cell"], e["grid"][key]) for e in entries] == [("GRU", "2"), ("GRU", "16"), ("GRU", "128"),
+                                                             ("MuFuRU", "2"), ("MuFuRU", "16"), ("MuFuRU", "128")]
+    verdicts = [ln for ln in experiment_markdown(exp, entries, []).splitlines() if ln.startswith("- hidden_size")]
+    assert [ln.split(":")[0] for ln in verdicts] == ["- hidden_size 2", "- hidden_size 16", "- hidden_size 128"]
 
 
 @pytest.mark.parametrize("lower, ours, shows", [(False, (0.5, 0.9), True), (False, (0.9, 0.5), False),
@@ -125,3 +138,14 @@ def test_the_report_says_how_much_each_curve_still_moved_in_the_last_quarter(tmp
     text = experiment_markdown(exp, summarise([_row("GRU", 1, 0.5), _row("MuFuRU", 1, 0.9)], exp), [],
                                list(moved.values()))
     assert "last quarter of the budget" in text and "GRU -0.040 (4%)" in text and "MuFuRU -0.200 (29%)" in text
+
+
+def test_a_grids_curves_take_a_colour_per_grid_point_and_a_line_style_per_cell():
+    from lit_rnncells.experiments.report import line_styles
+
+    labels = [f"{cell} hidden_size={h}" for h in (2, 4, 8, 16, 32, 64, 128) for cell in ("GRU", "MuFuRU")]
+    styles = line_styles(labels)
+    assert len({(s["color"], s["linestyle"]) for s in styles.values()}) == len(labels)  # no two curves alike
+    assert styles["GRU hidden_size=2"]["color"] == styles["MuFuRU hidden_size=2"]["color"]
+    assert styles["GRU hidden_size=2"]["linestyle"] == styles["GRU hidden_size=128"]["linestyle"] == "-"
+    assert line_styles(["GRU", "MuFuRU"]) == {"GRU": {}, "MuFuRU": {}}  # no grid: matplotlib's colour per cell

@@ -33,7 +33,7 @@ def at_paper_scale(out: Path, results: Path, log: io.StringIO) -> str:
     """``reproduce tiny --scale paper --time-budget 0.05`` (3 s of training per run), in this process."""
     from lit_rnncells.experiments.reproduce import paper_section
 
-    return paper_scale.reproduce_at_paper_scale("tiny", *reproduce.PAPERS["tiny"], Experiment, out, results, None, 3.0,
+    return paper_scale.reproduce_at_paper_scale("tiny", *reproduce.PAPERS["tiny"], out, results, None, 3.0,
                                                 paper_section, log=log)
 
 
@@ -68,6 +68,39 @@ def test_every_run_at_once_each_stopped_by_its_time_limit_then_continued(tiny_pa
         assert json.loads((run / "result.json").read_text())["steps"] > first[run.name]
 
 
+def test_the_epochs_reached_are_one_phrase_when_alike_and_named_by_grid_point_when_not():
+    key = "model.init_args.hidden_size"
+    rows = [{"cell": "GRU", "seed": 1, key: 2, "epochs": 100, "steps": 3200},
+            {"cell": "GRU", "seed": 1, key: 4, "epochs": 100, "steps": 3200}]
+    assert paper_scale.reached(rows, None, [key]) == "Reached: every run (2) 100 epochs, 3200 steps.\n"
+    rows[1].update(epochs=7, steps=224)
+    assert paper_scale.reached(rows, 60.0, [key]) == ("Reached in a time limit of 1.0 min per run: GRU (hidden_size 2) "
+                                                     "seed 1: 100 epochs, 3200 steps; GRU (hidden_size 4) seed 1: 7 "
+                                                     "epochs, 224 steps.\n")
+
+
+def test_the_report_page_shows_the_paper_scale_figures_from_beside_it(tmp_path, monkeypatch):
+    """The results folder is for copying off the machine; the page (``--report``) gets its own copy of each figure,
+    named apart from the CPU report's figure of the same experiment."""
+    results = tmp_path / "runs" / "results"
+
+    def fake(paper, title, exps, out, results_folder, *rest, **kw):
+        results_folder.mkdir(parents=True)
+        (results_folder / "logic_fig1a_curves_steps.png").write_bytes(b"png")
+        return "# T at the paper's size\n\n![logic_fig1a_curves_steps](logic_fig1a_curves_steps.png)\n"
+
+    monkeypatch.setattr(paper_scale, "reproduce_at_paper_scale", fake)
+    page = tmp_path / "docs" / "mufuru.md"
+    page.parent.mkdir()
+    page.write_text("# CPU report\n\n![x](mufuru_logic_fig1a_curves_steps.png)\n")
+    assert reproduce.main(["mufuru", "--scale", "paper", "--out", str(tmp_path / "runs"), "--report", str(page)]) == 0
+    text = page.read_text()
+    assert "![logic_fig1a_curves_steps](mufuru_paper_logic_fig1a_curves_steps.png)" in text
+    assert "![x](mufuru_logic_fig1a_curves_steps.png)" in text  # the CPU report's figure is left as it was
+    assert (page.parent / "mufuru_paper_logic_fig1a_curves_steps.png").read_bytes() == b"png"
+    assert (results / "logic_fig1a_curves_steps.png").is_file()
+
+
 def test_the_time_limit_per_run_from_the_commands_minutes():
     assert paper_scale.time_limit_seconds(None, None) is None  # the paper's full budget
     assert paper_scale.time_limit_seconds(2.5, None) == 150.0
@@ -83,14 +116,39 @@ def test_the_time_limit_per_run_from_the_commands_minutes():
 
 def test_the_startup_allowance_is_an_option_of_the_command(tmp_path, monkeypatch):
     seen = {}
-    monkeypatch.setattr(paper_scale, "reproduce_at_paper_scale", lambda *a, **k: seen.setdefault("limit", a[7]) and "")
+    monkeypatch.setattr(paper_scale, "reproduce_at_paper_scale", lambda *a, **k: seen.setdefault("limit", a[6]) and "")
     out = ["--out", str(tmp_path / "runs")]
     assert reproduce.main(["mzu", "--scale", "paper", "--total-minutes", "8", "--startup-allowance", "30"] + out) == 0
     assert seen["limit"] == 8 * 60 * (1 - paper_scale.TEST_SHARE) - 30
 
 
+@pytest.mark.parametrize("jobs, expected, said", [(None, 2, "every cell and seed of an experiment at once on "),
+                                                    (1, 1, "1 at a time (`--jobs 1`) on "),
+                                                    (5, 2, "5 at a time (`--jobs 5`) on ")])
+def test_jobs_caps_the_runs_at_once(tiny_paper, tmp_path, jobs, expected, said):
+    seen = []
+
+    def section(exp, folder, launcher, figures, log):
+        seen.append(launcher.jobs)
+        return "", []
+
+    text = paper_scale.reproduce_at_paper_scale("tiny", *reproduce.PAPERS["tiny"], tmp_path / "runs",
+                                                tmp_path / "results", None, None, section, log=io.StringIO(), jobs=jobs)
+    assert seen == [expected]  # all of the experiment's 2 runs at once, or at most --jobs
+    assert said in text and ("--scale paper --jobs" in text) == (jobs is not None)
+    assert ("one GPU" in text) == bool(paper_scale.visible_gpus())
+
+
+def test_jobs_reaches_the_paper_scale_runs(tmp_path, monkeypatch):
+    seen = {}
+    monkeypatch.setattr(paper_scale, "reproduce_at_paper_scale", lambda *a, **k: seen.setdefault("jobs", k["jobs"]) or "")
+    out = ["--out", str(tmp_path / "runs")]
+    assert reproduce.main(["mufuru", "--scale", "paper", "--jobs", "2"] + out) == 0
+    assert seen["jobs"] == 2
+
+
 def test_the_paper_scale_experiments_hold_the_papers_sizes():
-    mzu = {e.name: e for e in paper_scale.experiments("mzu", reproduce.PAPERS["mzu"][1], Experiment)}
+    mzu = {e.name: e for e in paper_scale.experiments("mzu", reproduce.PAPERS["mzu"][1])}
     assert list(mzu) == ["ptb_char"]
     ptb = mzu["ptb_char"]
     assert ptb.config == "configs/lm/ptb_char_gru.yaml" and ptb.hidden_size == 800 and ptb.match_params is None
@@ -100,8 +158,11 @@ def test_the_paper_scale_experiments_hold_the_papers_sizes():
                     "gradient_clip_val: 5.0"):
         assert setting in config
     for paper, name in (("caru", "multi30k_de_en"), ("mcrnn", "ptb_word"), ("mufuru", "logic_fig1a")):
-        found = {e.name: e for e in paper_scale.experiments(paper, reproduce.PAPERS[paper][1], Experiment)}
+        found = {e.name: e for e in paper_scale.experiments(paper, reproduce.PAPERS[paper][1])}
         assert name in found and (ROOT / found[name].config).is_file()
+    logic = {e.name: e for e in paper_scale.experiments("mufuru", reproduce.PAPERS["mufuru"][1])}
+    assert logic["logic_fig1a"].vary == ("model.init_args.hidden_size=2,4,8,16,32,64,128",)  # Fig. 1a's range
+    assert logic["logic_fig1a"].budget == "epochs=100" and logic["logic_fig1a"].seeds == 3
     from lit_rnncells.experiments.compare.sweep import check_cells
 
     check_cells(list(ptb.cells))  # every cell spec is one the runner takes
@@ -114,6 +175,8 @@ def test_the_paper_scale_experiments_hold_the_papers_sizes():
     (["mzu", "--scale", "paper", "--total-minutes", "8", "--startup-allowance", "-5"], "--startup-allowance -5"),
     (["mzu", "--startup-allowance", "30"], "add --scale paper"),
     (["mzu", "--scale", "paper", "--experiments", "absa_restaurants"], "Unknown experiment(s) absa_restaurants"),
+    (["mzu", "--scale", "paper", "--jobs", "0"], "--jobs 0 is not a positive number"),
+    (["mzu", "--scale", "paper", "--read-only"], "drop --read-only"),
 ])
 def test_paper_scale_mistakes_are_one_line(argv, expected, capsys, tmp_path):
     assert reproduce.main(argv + ["--out", str(tmp_path / "runs")]) == 2

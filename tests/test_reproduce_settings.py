@@ -43,7 +43,7 @@ def _locked_dropout(exp: Experiment) -> float:
 
 def _ptb_char_both_scales() -> List[Experiment]:
     cpu = _experiment("mzu", "ptb_char")
-    paper = next(e for e in paper_scale.experiments("mzu", PAPERS["mzu"][1], Experiment) if e.name == "ptb_char")
+    paper = next(e for e in paper_scale.experiments("mzu", PAPERS["mzu"][1]) if e.name == "ptb_char")
     return [cpu, paper]
 
 
@@ -109,7 +109,7 @@ def test_mcrnn_ptb_word_uses_the_awd_lstm_regularisers() -> None:
 def test_no_experiment_passes_an_option_name_that_is_going(paper: str) -> None:
     """A reproduction's own arguments use today's names (``backend: compiled``, not the deprecated ``compile``),
     so its runs print no deprecation line."""
-    for exp in PAPERS[paper][1] + paper_scale.experiments(paper, PAPERS[paper][1], Experiment):
+    for exp in PAPERS[paper][1] + paper_scale.experiments(paper, PAPERS[paper][1]):
         assert "--model.init_args.compile" not in exp.extra, exp.name
         assert "--model.init_args.dropout" not in exp.extra or "LanguageModel" not in (ROOT / exp.config).read_text()
 
@@ -132,3 +132,26 @@ def test_mufuru_ptb_word_runs_at_the_papers_size_with_its_optimiser() -> None:
     assert configs[0] == configs[1]
     assert exp.config == "configs/lm/ptb_word_gru.yaml"
     assert "--model.init_args.num_layers" not in exp.extra and "--model.init_args.hidden_size" not in exp.extra
+
+
+def test_caru_multi30k_runs_the_papers_settings_at_equal_hidden_size_on_both_scales() -> None:
+    """Tables 1-2: "256 input and 2048 output" for GRU, MGU and CARU alike, batch 100, Adam 1e-3 halved whenever
+    validation stagnates. The CPU scale keeps all of it but the hidden size (256, equal for every cell); the paper
+    scale runs 2048."""
+    import yaml
+
+    cpu = _experiment("caru", "multi30k_de_en")
+    paper = next(e for e in paper_scale.experiments("caru", PAPERS["caru"][1]) if e.name == "multi30k_de_en")
+    config = yaml.safe_load((ROOT / cpu.config).read_text())
+    model, data = config["model"]["init_args"], config["data"]["init_args"]
+    assert (model["embedding_size"], model["num_layers"], data["batch_size"]) == (256, 1, 100)
+    assert model["optimizer"]["init_args"]["lr"] == 0.001
+    assert model["lr_scheduler"]["init_args"]["factor"] == 0.5 and model["scheduler_monitor"] == "val/loss"
+    assert (data["source_language"], data["target_language"]) == ("de", "en")
+    for exp, hidden in ((cpu, 256), (paper, 2048)):
+        assert sorted(exp.cells.values()) == ["CARU", "GRU", "MGU"] and exp.paper["CARU"] == 31.99
+        assert exp.hidden_size == hidden and exp.match_params is None  # equal hidden size, as the paper compares
+        assert exp.metric == "test/sacrebleu" and not exp.lower_is_better
+        for key in ("--model.init_args.embedding_size", "--data.init_args.batch_size", "--optimizer"):
+            assert key not in exp.extra
+    assert cpu.seeds == 3 and paper.budget == "epochs=20"

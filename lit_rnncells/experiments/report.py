@@ -105,6 +105,23 @@ def band(series: List[Tuple[List[float], List[float]]]) -> Tuple[Any, Any, Any, 
     return xs, np.nanmean(ys, 0), np.nanmin(ys, 0), np.nanmax(ys, 0)
 
 
+LINE_STYLES = ("-", "--", ":", "-.")
+"""Line styles of the cells in a grid's figure, whose colours are the grid points."""
+
+
+def line_styles(labels: Sequence[str]) -> Dict[str, Dict[str, str]]:
+    """Matplotlib's colour and line style of each curve (label ``"<cell> <grid point>"``, :func:`curve_groups`):
+    none without a grid (a colour per cell, matplotlib's cycle); in a grid a colour per grid point and a line style
+    per cell, so that 7 hidden sizes of 2 cells do not repeat the cycle's 10 colours."""
+    cells = list(dict.fromkeys(label.partition(" ")[0] for label in labels))
+    points = list(dict.fromkeys(label.partition(" ")[2] for label in labels))
+    if len(points) < 2:
+        return {label: {} for label in labels}
+    return {label: {"color": f"C{points.index(label.partition(' ')[2]) % 10}",
+                    "linestyle": LINE_STYLES[cells.index(label.partition(" ")[0]) % len(LINE_STYLES)]}
+            for label in labels}
+
+
 def plot_curves(groups: Dict[str, List[Path]], x_key: str, metric: str, title: str, output: Path) -> Path:
     """Validation ``metric`` against ``x_key`` (steps or seconds): one line per group, mean over seeds,
     min–max band."""
@@ -114,6 +131,7 @@ def plot_curves(groups: Dict[str, List[Path]], x_key: str, metric: str, title: s
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
+    styles = line_styles(list(groups))
     for label, paths in groups.items():
         series = []
         for path in paths:
@@ -123,7 +141,8 @@ def plot_curves(groups: Dict[str, List[Path]], x_key: str, metric: str, title: s
         if not series:
             continue
         xs, mean, low, high = band(series)
-        line, = ax.plot(xs, mean, marker="o" if len(xs) < 30 else None, label=f"{label} (n={len(series)})")
+        line, = ax.plot(xs, mean, marker="o" if len(xs) < 30 else None, label=f"{label} (n={len(series)})",
+                        **styles[label])
         ax.fill_between(xs, low, high, color=line.get_color(), alpha=0.2)
     ax.set_xlabel("optimiser steps" if x_key == "step" else "wall-clock seconds since fit start")
     ax.set_ylabel(f"{metric} (mean over seeds, min–max band)")

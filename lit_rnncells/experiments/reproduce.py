@@ -18,12 +18,12 @@ import shutil
 import statistics
 import sys
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..utils.paths import check_output_file, check_output_folder
 from . import paper_scale, report_page
 from .compare import (CompareError, Interrupted, Launch, Launcher, LocalLauncher, Matching, RunOptions,
-                      compare)
+                      compare, parse_vary)
 from .compare.launchers import slurm_launcher
 from .compare.slurm_settings import add_slurm_options
 from .papers import COMPILED, GRU_PTB, LM_SMALL, MZU_PTB, NOTES, PAPERS, Experiment  # noqa: F401  (importable here)
@@ -47,7 +47,14 @@ def summarise(rows: List[Dict[str, Any]], exp: Experiment) -> List[Dict[str, Any
                     "mean": statistics.fmean(values) if values else None,
                     "std": statistics.stdev(values) if len(values) > 1 else None, "n": len(values),
                     "params": members[0]["params"], "hidden": members[0]["hidden_size"]})
-    return in_cell_order(out, exp)
+    return in_cell_order(sorted(out, key=lambda e: grid_order(exp)(e["grid"])), exp)
+
+
+def grid_order(exp: Experiment) -> Callable[[Dict[str, Any]], Tuple[int, ...]]:
+    """Sort key of a grid point (``{key: value}``): each value's place in the experiment's ``vary`` list, so that
+    hidden sizes 2, 4, ..., 128 read in that order, not as text (128 before 16 before 2)."""
+    places = {key: {str(v): i for i, v in enumerate(values)} for key, values in parse_vary(exp.vary)}
+    return lambda grid: tuple(places[k].get(str(grid.get(k)), len(places[k])) for k in places)
 
 
 def in_cell_order(entries: List[Dict[str, Any]], exp: Experiment) -> List[Dict[str, Any]]:
@@ -142,7 +149,7 @@ def experiment_markdown(exp: Experiment, entries: List[Dict[str, Any]], figures:
                       "flattened): " + "; ".join(f"{f['cell']} {f['change']:+.3f} ({f['share']:.0%})"
                                                for f in flattening) + ".", ""]
     else:
-        for point in sorted({tuple(e["grid"].items()) for e in entries}):
+        for point in sorted({tuple(e["grid"].items()) for e in entries}, key=lambda p: grid_order(exp)(dict(p))):
             members = [e for e in entries if tuple(e["grid"].items()) == point]
             order = ordering(members, "mean", exp.lower_is_better)
             gap = abs(members[0]["mean"] - members[-1]["mean"]) if len(members) == 2 and all(
@@ -264,7 +271,7 @@ def dry_run(paper: str, out: Path, chosen: Optional[Sequence[str]], scale: str, 
     log = sys.stderr if log is None else log
     title, exps = PAPERS[paper]
     if scale == "paper":
-        exps = paper_scale.experiments(paper, exps, Experiment)
+        exps = paper_scale.experiments(paper, exps)
     unknown = sorted(set(chosen or ()) - {e.name for e in exps})
     if unknown:
         raise CompareError(f"Unknown experiment(s) {', '.join(unknown)} of {paper}"
@@ -280,15 +287,26 @@ def dry_run(paper: str, out: Path, chosen: Optional[Sequence[str]], scale: str, 
 def run_paper_scale(args: argparse.Namespace) -> int:
     """``main`` for ``--scale paper`` (:func:`.paper_scale.reproduce_at_paper_scale`)."""
     results, time_limit = paper_scale.check_options(args)
-    text = paper_scale.reproduce_at_paper_scale(args.paper, *PAPERS[args.paper], Experiment, Path(args.out), results,
-                                                args.experiments, time_limit, paper_section)
+    text = paper_scale.reproduce_at_paper_scale(args.paper, *PAPERS[args.paper], Path(args.out), results,
+                                                args.experiments, time_limit, paper_section, jobs=args.jobs)
     if args.report:  # beside what the page holds (the CPU report, a person's sections): its own block
         path = Path(args.report)
         existing = path.read_text(encoding="utf-8") if path.is_file() else None
-        block = text if not existing else report_page.demote(text)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        block = figures_beside(text if not existing else report_page.demote(text), results, path.parent,
+                               f"{args.paper}_paper_")
         path.write_text(report_page.merge(existing, [("paper_scale", block)]), encoding="utf-8")
     return 0
+
+
+def figures_beside(block: str, results: Path, folder: Path, prefix: str) -> str:
+    """``block`` with each figure it shows from ``results`` copied into ``folder`` (the report's, so the page's
+    links work) as ``prefix`` + its name, apart from the CPU report's figures of the same experiments."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for figure in sorted(results.glob("*.png")):
+        if f"]({figure.name})" in block:
+            shutil.copyfile(figure, folder / f"{prefix}{figure.name}")
+            block = block.replace(f"]({figure.name})", f"]({prefix}{figure.name})")
+    return block
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -302,8 +320,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--dry-run", action="store_true",
                     help="plan every run, parse its arguments as the run would, print its command line and stop: "
                          "nothing runs or is written (a check before spending a GPU's time)")
-    ap.add_argument("--jobs", type=int, default=1, metavar="N",
-                    help="runs at once (default 1), as compare --jobs: each its own GPU or share of the CPU cores")
+    ap.add_argument("--jobs", type=int, metavar="N",
+                    help="runs at once, as compare --jobs: each its own GPU or share of the CPU cores (default 1; "
+                         "with --scale paper: every run of an experiment at once on one GPU, at most N with this)")
     paper_scale.add_options(ap)
     add_slurm_options(ap)
     args = ap.parse_args(argv)
@@ -324,7 +343,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 raise CompareError("--scale paper runs every run at once on this machine's GPU; on a Slurm cluster "
                                    "drop --launcher slurm and submit the command as one job, or drop --scale paper.")
             return run_paper_scale(args)
-        launcher = slurm_launcher(args, Path(args.out)) if args.launcher == "slurm" else LocalLauncher(args.jobs)
+        jobs = 1 if args.jobs is None else args.jobs
+        launcher = slurm_launcher(args, Path(args.out)) if args.launcher == "slurm" else LocalLauncher(jobs)
         text = reproduce(args.paper, Path(args.out), Path(args.report) if args.report else None, args.experiments,
                          args.read_only, launcher=launcher)
     except CompareError as error:

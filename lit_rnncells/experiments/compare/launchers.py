@@ -14,7 +14,7 @@ def slurm_launcher(args: argparse.Namespace, out: Path, log: Any = None) -> Any:
     """The :class:`.slurm.SlurmLauncher` of ``--launcher slurm`` and its options, checked against the cluster;
     the jobs an earlier submission into ``out`` (or a folder in it: reproduce's experiments) left queued or running
     are waited for first."""
-    if getattr(args, "jobs", 1) != 1:
+    if getattr(args, "jobs", None) not in (None, 1):
         raise SlurmSettingsError("--jobs is for runs on this machine; with --launcher slurm every run is a job and "
                                  "Slurm runs as many at once as the cluster allows: drop --jobs.")
     settings = settings_from(args)
