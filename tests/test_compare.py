@@ -106,7 +106,7 @@ def test_a_resumable_run_started_with_other_settings_is_refused_and_kept(sweep, 
     try:
         with pytest.raises(cmp.CompareError, match=r"holds an unfinished run, resumable from .*last\.ckpt, that was "
                                                    r"started with other settings \(budget\); rerun with the settings"):
-            cmp.compare(CONFIG, ["GRU", "MuFuRU"], seeds=[1], budget="epochs=3", out=out,
+            cmp.compare(CONFIG, ["MuFuRU"], seeds=[1], budget="epochs=1", out=out,  # shorter: refused
                         matching={"hidden_size": 4}, runs={"extra": TINY, "test_every_epoch": True, "env": ENV},
                         log=log)
         assert (run / "checkpoints" / "last.ckpt").is_file()
@@ -250,3 +250,48 @@ def test_a_run_resumes_from_the_newest_of_last_ckpt_and_lightnings_last_v1(tmp_p
     time.sleep(0.01)
     torch.save({"state_dict": {}, "global_step": 1630}, checkpoints / "last-v1.ckpt")
     assert cmp.resume_checkpoint(tmp_path) == (checkpoints / "last-v1.ckpt", 1630)
+
+
+def test_a_longer_budget_goes_on_from_each_finished_run_and_other_settings_are_refused(tmp_path):
+    """The same comparison again with epochs=3 instead of 1: each finished run goes on from its checkpoint to the
+    result a 3-epoch run gives; a shorter budget, or any other setting changed, is refused before any run."""
+    def sweep(out: Path, budget: str, extra: list = TINY) -> str:
+        log = io.StringIO()
+        cmp.compare(CONFIG, ["GRU"], seeds=[1], budget=budget, out=out, matching=cmp.Matching(hidden_size=4),
+                    runs=cmp.RunOptions(extra=extra, env=ENV), log=log)
+        return log.getvalue()
+
+    out, direct = tmp_path / "extended", tmp_path / "direct"
+    sweep(out, "epochs=1")
+    run = next(p for p in out.iterdir() if (p / "result.json").is_file())
+    log = sweep(out, "epochs=3")
+    assert f"{run.name} finished epochs=1 earlier; goes on to epochs=3" in log and f"{run.name} resumes from " in log
+    result = json.loads((run / "result.json").read_text())
+    assert (result["epochs"], result["steps"]) == (3, 6)  # 2 steps an epoch; the first epoch not trained again
+    assert json.loads((run / "result_epochs1.json").read_text())["steps"] == 2  # the 1-epoch result, kept
+    assert json.loads((run / "spec.json").read_text())["budget"] == "epochs=3"
+    sweep(direct, "epochs=3")
+    once = json.loads((direct / run.name / "result.json").read_text())
+    assert result["test"] == pytest.approx(once["test"]) and result["best val/acc"] == once["best val/acc"]
+    assert "finished earlier, kept" in sweep(out, "epochs=3")
+    for budget, extra, changed in (("epochs=2", TINY, r"\(budget; budget epochs=3 there, epochs=2 now\)"),
+                                   ("steps=20", TINY, r"\(budget; budget epochs=3 there, steps=20 now\)"),
+                                   ("epochs=3", TINY + ["--model.init_args.embedding_size", "8"], r"\(extra\)")):
+        with pytest.raises(cmp.CompareError, match=rf"holds a finished run made with other settings {changed}; give "
+                                                   "another --out"):
+            sweep(out, budget, extra)
+    assert json.loads((run / "result.json").read_text()) == result  # nothing was run or moved
+
+
+def test_a_setting_a_spec_json_lacks_counts_as_its_default(tmp_path):
+    """A run folder written before a setting existed (its spec.json lacks it) is not a run with other settings."""
+    from dataclasses import asdict
+
+    from lit_rnncells.experiments.compare.folders import spec_differences
+
+    spec = cmp.RunSpec(run_id="GRU-s1", folder=str(tmp_path), config=CONFIG, cell="GRU", seed=1, grid={},
+                       hidden_size=4, budget="epochs=1", monitor="val/acc", mode="max")
+    saved = {k: v for k, v in asdict(spec).items() if k not in ("extra", "match", "test_every_epoch")}
+    (tmp_path / "spec.json").write_text(json.dumps(saved))
+    assert spec_differences(tmp_path, spec) == []
+    assert spec_differences(tmp_path, cmp.RunSpec(**{**asdict(spec), "extra": ["--x", "1"]})) == ["extra"]

@@ -242,8 +242,8 @@ class InterruptCheckpoint(Callback):
                 _say_evaluation_stopped(trainer)
             return
         INTERRUPTED_EXIT_CODE = 143 if isinstance(exception, SIGTERMException) else 130
-        folder = Path(trainer.checkpoint_callback.dirpath) if getattr(trainer.checkpoint_callback, "dirpath", None) \
-            else Path(trainer.default_root_dir) / "checkpoints"
+        own = run_checkpoint(trainer)
+        folder = Path(own.dirpath) if getattr(own, "dirpath", None) else Path(trainer.default_root_dir) / "checkpoints"
         self.saved_to = folder / self.filename
         trainer.save_checkpoint(self.saved_to)
         if trainer.global_rank == 0:
@@ -278,3 +278,11 @@ class RunnerCheckpoint(ModelCheckpoint):
     def _legacy_state_key(self) -> str:  # type: ignore[override]
         """The shared key: a checkpoint written before this class holds this callback's state under it."""
         return ModelCheckpoint.state_key.fget(self).replace(type(self).__qualname__, ModelCheckpoint.__qualname__, 1)
+
+
+def run_checkpoint(trainer: Trainer) -> Optional[ModelCheckpoint]:
+    """The run's own checkpoint callback (the config's, or Lightning's default), whose folder holds ``last.ckpt``
+    and ``interrupted.ckpt``: the first that the comparison runner did not add. Its best checkpoint
+    (:class:`RunnerCheckpoint`) comes before it, so ``trainer.checkpoint_callback`` (the first of all) is not it."""
+    own = [c for c in trainer.checkpoint_callbacks if not isinstance(c, RunnerCheckpoint)]
+    return own[0] if own else trainer.checkpoint_callback

@@ -22,7 +22,7 @@ from .. import data as _data  # noqa: F401
 from .. import tasks as _tasks  # noqa: F401
 from .cpu_defaults import threads_for
 from .callbacks import (DIVERGENCE_PATIENCE, DIVERGENCE_THRESHOLD, FiniteGuard, InterruptCheckpoint,
-                        PredictionWriter)
+                        PredictionWriter, run_checkpoint)
 from ..data.checkpoint_state import ignored_options_warning, read_checkpoint
 from ..utils.progress import LineProgress, wants_line_progress
 from ..utils.quiet import quiet_mid_epoch_resume_warning
@@ -50,7 +50,7 @@ def unused_path(path: Path) -> Path:
 def run_directory(trainer: Trainer) -> Path:
     """The folder of this run: where its checkpoints go (``<logger dir>/<version>/checkpoints``) or, without
     checkpointing, the logger's folder or ``default_root_dir``."""
-    checkpoint = trainer.checkpoint_callback
+    checkpoint = run_checkpoint(trainer)
     if checkpoint is not None and getattr(checkpoint, "dirpath", None):
         return Path(checkpoint.dirpath)
     return Path(trainer.log_dir or trainer.default_root_dir)
@@ -351,7 +351,7 @@ def fit_summary(trainer: Trainer, config_callback: Optional[LoggerConfigCallback
     """Where the run, its config and its checkpoints are, and the commands that test or resume from them."""
     config = config_callback.saved_to if config_callback is not None else None
     folder = config_callback.folder if config_callback is not None and config_callback.folder else None
-    checkpoint = trainer.checkpoint_callback
+    checkpoint = run_checkpoint(trainer)
     best = getattr(checkpoint, "best_model_path", "") or ""
     last = getattr(checkpoint, "last_model_path", "") or best
     score = getattr(checkpoint, "best_model_score", None)

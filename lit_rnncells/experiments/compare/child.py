@@ -71,6 +71,8 @@ def time_limit_checkpoint():
     from lightning.pytorch import Callback
     from lightning.pytorch.callbacks import Timer
 
+    from ...command.callbacks import run_checkpoint
+
     class TimeLimitCheckpoint(Callback):
         saved = False
 
@@ -78,7 +80,7 @@ def time_limit_checkpoint():
             timers = [c for c in trainer.callbacks if isinstance(c, Timer)]
             if self.saved or not trainer.should_stop or not timers or timers[0].time_remaining() > 0:
                 return
-            own = getattr(trainer.checkpoint_callback, "dirpath", None)
+            own = getattr(run_checkpoint(trainer), "dirpath", None)
             folder = Path(own) if own else Path(trainer.default_root_dir) / "checkpoints"
             trainer.save_checkpoint(folder / TIME_LIMIT_CHECKPOINT)
             self.saved = True
@@ -122,7 +124,14 @@ def add_callbacks(spec: RunSpec, trainer: Any) -> tuple:
     best = RunnerCheckpoint("best", dirpath=str(folder / "best"), filename="best", monitor=spec.monitor,
                             mode=spec.mode, save_top_k=1, auto_insert_metric_name=False)
     curves = LearningCurves(folder / CURVES_FILE)
-    trainer.callbacks.extend([best, curves, validate_within_budget()])
+    # Before the config's checkpoints, which Lightning runs after every other callback in the order given: at
+    # each validation `best` takes in the new score first, so the last.ckpt written next holds that state. Behind
+    # them, last.ckpt held the best state of the validation before; a run resumed from it saved its next
+    # validation as a new best (best-v1.ckpt) even where the earlier best was better, and tested that.
+    first_checkpoint = next((i for i, c in enumerate(trainer.callbacks) if c in trainer.checkpoint_callbacks),
+                            len(trainer.callbacks))
+    trainer.callbacks.insert(first_checkpoint, best)
+    trainer.callbacks.extend([curves, validate_within_budget()])
     per_epoch = None
     if spec.test_every_epoch:
         per_epoch = RunnerCheckpoint("per-epoch", dirpath=str(folder / "epochs"),

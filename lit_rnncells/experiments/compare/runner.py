@@ -1,8 +1,8 @@
 """Running a comparison's planned runs: the :class:`Launcher` interface and the :class:`LocalLauncher`.
 
 :func:`run_specs` owns what is the same for every launcher: it reuses the ``result.json`` of runs that finished,
-refuses an unfinished run started with other settings, prepares each other run's folder (resuming from its
-checkpoint, :mod:`.folders`), hands the rest to a launcher as :class:`Job` s and returns the results in the plan's
+refuses a run made or started with other settings, prepares each other run's folder (resuming from its
+checkpoint, or going on from it to a longer budget, :mod:`.folders`), hands the rest to a launcher as :class:`Job` s and returns the results in the plan's
 order. A launcher only runs jobs:
 
     class Launcher:
@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence
 
 from ..report import RESULT_FILE
-from .folders import check_resumable, finished, prepare_folder
+from .folders import check_resumable, finished, prepare_folder, saved_budget
 from .planning import CompareError, RunSpec
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -279,7 +279,9 @@ def run_specs(specs: Sequence[RunSpec], env: Optional[Dict[str, str]] = None, lo
     ``result.json`` when it finished earlier, or resume it from its checkpoint when it was stopped
     (:func:`.folders.prepare_folder`); the results in the plan's order. A failed run is reported on ``log``
     (default: the current ``sys.stderr``, looked up at the call, not at import) and its id appended to
-    ``failed``. An unfinished run started with other settings is a :class:`CompareError` before any run."""
+    ``failed``. A finished run planned again with a longer budget goes on from its last checkpoint (its earlier
+    ``result.json`` kept as ``result_<budget>.json``). A run made or started with other settings is a
+    :class:`CompareError` before any run."""
     log = sys.stderr if log is None else log
     resumes = check_resumable(specs)  # reads each resumable checkpoint once
     failed = [] if failed is None else failed
@@ -288,9 +290,12 @@ def run_specs(specs: Sequence[RunSpec], env: Optional[Dict[str, str]] = None, lo
     for i, spec in enumerate(specs, 1):
         done = Path(spec.folder) / RESULT_FILE
         if finished(Path(spec.folder)):
-            print(f"compare: [{i}/{len(specs)}] {spec.run_id} finished earlier, kept", file=log, flush=True)
-            kept[spec.run_id] = json.loads(done.read_text())
-            continue
+            if resumes[spec.folder] is None:
+                print(f"compare: [{i}/{len(specs)}] {spec.run_id} finished earlier, kept", file=log, flush=True)
+                kept[spec.run_id] = json.loads(done.read_text())
+                continue
+            print(f"compare: [{i}/{len(specs)}] {spec.run_id} finished {saved_budget(Path(spec.folder))} earlier; "
+                  f"goes on to {spec.budget}", file=log, flush=True)
         resume = prepare_folder(spec, resumes[spec.folder])
         jobs.append(Job(spec, None if resume is None else resume[0], i, len(specs), 0 if resume is None else resume[1]))
     ran = (launcher or LocalLauncher()).run(jobs, env, log) if jobs else {}
