@@ -6,6 +6,7 @@ import json
 import math
 import os
 import statistics
+import textwrap
 from pathlib import Path
 from typing import Any, Dict, List, Sequence, Tuple
 
@@ -146,7 +147,7 @@ def plot_curves(groups: Dict[str, List[Path]], x_key: str, metric: str, title: s
         ax.fill_between(xs, low, high, color=line.get_color(), alpha=0.2)
     ax.set_xlabel("optimiser steps" if x_key == "step" else "wall-clock seconds since fit start")
     ax.set_ylabel(f"{metric} (mean over seeds, min–max band)")
-    ax.set_title(title, fontsize=10)
+    ax.set_title("\n".join(textwrap.wrap(title, 90)), fontsize=10)  # a long config path stays inside the figure
     ax.grid(alpha=0.3)
     if ax.lines:
         ax.legend(fontsize=8)
