@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -281,6 +282,10 @@ def test_a_longer_budget_goes_on_from_each_finished_run_and_other_settings_are_r
                                                    "another --out"):
             sweep(out, budget, extra)
     assert json.loads((run / "result.json").read_text()) == result  # nothing was run or moved
+    shutil.rmtree(run / "checkpoints")
+    with pytest.raises(cmp.CompareError, match=r"finished its budget epochs=3 and keeps no checkpoint to go on to "
+                                               r"epochs=4 from; move the folder away"):
+        sweep(out, "epochs=4")
 
 
 def test_a_setting_a_spec_json_lacks_counts_as_its_default(tmp_path):

@@ -191,8 +191,9 @@ Section = Callable[[Any, Path, LocalLauncher, List[str], Any], Tuple[str, List[D
 """Runs one experiment through a launcher; its report section and rows (:func:`..reproduce.paper_section`)."""
 
 
-def reproduce_at_paper_scale(paper: str, title: str, cpu_experiments: Sequence[Any], out: Path, results: Path, chosen: Optional[Sequence[str]], time_limit: Optional[float],
-                             section: Section, log: Any = None, jobs: Optional[int] = None) -> str:
+def reproduce_at_paper_scale(paper: str, title: str, cpu_experiments: Sequence[Any], out: Path, results: Path,
+                             chosen: Optional[Sequence[str]], time_limit: Optional[float], section: Section,
+                             log: Any = None, jobs: Optional[int] = None) -> str:
     """Each of the paper's experiments at its sizes (:func:`experiments`; ``chosen``: only these), all its runs at
     once on one GPU (the first visible; without one, sharing the CPU cores), or ``jobs`` at a time, each allowed
     ``time_limit`` seconds of training (``None``: the paper's full budget); the report, runs.csv and curves go to

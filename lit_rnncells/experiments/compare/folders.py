@@ -134,8 +134,9 @@ def longer_budget_checkpoint(spec: RunSpec) -> Resume:
                            "again.")
     found = resume_checkpoint(folder)
     if found is None:
-        raise CompareError(f"The run folder {folder} finished its budget {saved_budget(folder)} and keeps no checkpoint "
-                           f"to go on to {spec.budget} from; move the folder away to run it again from the start.")
+        raise CompareError(f"The run folder {folder} finished its budget {saved_budget(folder)} and keeps no "
+                           f"checkpoint to go on to {spec.budget} from; move the folder away to run it again from the "
+                           "start.")
     return found
 
 

@@ -2,8 +2,8 @@
 
 :func:`run_specs` owns what is the same for every launcher: it reuses the ``result.json`` of runs that finished,
 refuses a run made or started with other settings, prepares each other run's folder (resuming from its
-checkpoint, or going on from it to a longer budget, :mod:`.folders`), hands the rest to a launcher as :class:`Job` s and returns the results in the plan's
-order. A launcher only runs jobs:
+checkpoint, or going on from it to a longer budget, :mod:`.folders`), hands the rest to a launcher as
+:class:`Job` s and returns the results in the plan's order. A launcher only runs jobs:
 
     class Launcher:
         def run(self, jobs: Sequence[Job], env: Optional[Dict[str, str]], log: Any) -> Dict[str, Optional[dict]]
