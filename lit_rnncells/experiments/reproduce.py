@@ -47,7 +47,8 @@ def summarise(rows: List[Dict[str, Any]], exp: Experiment) -> List[Dict[str, Any
                     "mean": statistics.fmean(values) if values else None,
                     "std": statistics.stdev(values) if len(values) > 1 else None, "n": len(values),
                     "params": members[0]["params"], "hidden": members[0]["hidden_size"]})
-    return in_cell_order(sorted(out, key=lambda e: grid_order(exp)(e["grid"])), exp)
+    point_order = grid_order(exp)
+    return in_cell_order(sorted(out, key=lambda e: point_order(e["grid"])), exp)
 
 
 def grid_order(exp: Experiment) -> Callable[[Dict[str, Any]], Tuple[int, ...]]:
@@ -149,7 +150,8 @@ def experiment_markdown(exp: Experiment, entries: List[Dict[str, Any]], figures:
                       "flattened): " + "; ".join(f"{f['cell']} {f['change']:+.3f} ({f['share']:.0%})"
                                                for f in flattening) + ".", ""]
     else:
-        for point in sorted({tuple(e["grid"].items()) for e in entries}, key=lambda p: grid_order(exp)(dict(p))):
+        point_order = grid_order(exp)
+        for point in sorted({tuple(e["grid"].items()) for e in entries}, key=lambda p: point_order(dict(p))):
             members = [e for e in entries if tuple(e["grid"].items()) == point]
             order = ordering(members, "mean", exp.lower_is_better)
             gap = abs(members[0]["mean"] - members[-1]["mean"]) if len(members) == 2 and all(

@@ -68,7 +68,7 @@ def refuse_other_settings(spec: RunSpec, checkpoint: Path) -> None:
     """Refuse to run ``spec`` over an unfinished run started with other settings (it would delete or mix up
     a checkpoint the user can still resume from); a longer budget is not other settings (:func:`goes_on`)."""
     changed = spec_differences(Path(spec.folder), spec)
-    if changed and not goes_on(Path(spec.folder), spec):
+    if changed and not goes_on(Path(spec.folder), spec, changed):
         raise CompareError(f"The run folder {spec.folder} holds an unfinished run, resumable from {checkpoint}, that "
                            f"was started with other settings ({', '.join(changed)}); rerun with the settings it was "
                            "started with to resume it, or move the folder away to start it again.")
@@ -82,11 +82,12 @@ def saved_budget(folder: Path) -> Optional[str]:
         return None
 
 
-def goes_on(folder: Path, spec: RunSpec) -> bool:
-    """Whether ``spec`` differs from the run in ``folder`` only by a longer budget of the same kind (``epochs=8``
-    then ``epochs=30``): that run goes on from its checkpoint instead of starting again."""
+def goes_on(folder: Path, spec: RunSpec, changed: List[str]) -> bool:
+    """Whether ``spec`` differs from the run in ``folder`` (by ``changed``, :func:`spec_differences`) only by a
+    longer budget of the same kind (``epochs=8`` then ``epochs=30``): that run goes on from its checkpoint instead
+    of starting again."""
     before = saved_budget(folder)
-    if spec_differences(folder, spec) != ["budget"] or before is None or spec.budget is None:
+    if changed != ["budget"] or before is None or spec.budget is None:
         return False
     old, new = Budget.parse(before), Budget.parse(spec.budget)
     return old.kind == new.kind and new.value > old.value
@@ -127,7 +128,7 @@ def longer_budget_checkpoint(spec: RunSpec) -> Resume:
     changed = spec_differences(folder, spec)
     if not changed or not (folder / "spec.json").is_file():  # no spec.json: nothing to compare, kept as before
         return None
-    if not goes_on(folder, spec):
+    if not goes_on(folder, spec, changed):
         budget = f"; budget {saved_budget(folder)} there, {spec.budget} now" if "budget" in changed else ""
         raise CompareError(f"The run folder {folder} holds a finished run made with other settings "
                            f"({', '.join(changed)}{budget}); give another --out, or move the folder away to run it "
