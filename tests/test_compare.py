@@ -239,6 +239,47 @@ def test_a_resumed_run_keeps_writing_last_ckpt_beside_a_config_checkpoint_on_the
     assert best.state_key != plain.state_key == best._legacy_state_key
 
 
+def test_a_run_folder_moved_since_keeps_its_checkpoints_states_on_resume(tmp_path):
+    """A run whose folder moved (renamed, copied off a cluster) resumes with every checkpoint's state: Lightning
+    drops a checkpoint's best score when its saved folder differs, so the next validation was taken as the best
+    even where worse, and the config's checkpoint wrote last-v1.ckpt beside last.ckpt."""
+    import torch
+    from lightning.pytorch.callbacks import ModelCheckpoint
+
+    from lit_rnncells.command.callbacks import RunnerCheckpoint, moved_paths
+
+    def callbacks(run: Path) -> list:
+        return [RunnerCheckpoint("best", dirpath=str(run / "best"), monitor="val/loss", mode="min"),
+                ModelCheckpoint(dirpath=str(run / "checkpoints"), monitor="val/acc", mode="max", save_last=True)]
+
+    old, new = callbacks(tmp_path / "old" / "GRU-s1"), callbacks(tmp_path / "new" / "GRU-s1")
+    for callback, score in zip(old, (1.5, 0.75)):
+        path = str(Path(callback.dirpath) / "kept.ckpt")
+        callback.best_model_score, callback.best_model_path, callback.kth_best_model_path = (torch.tensor(score),
+                                                                                              path, path)
+        callback.best_k_models, callback.last_model_path = {path: torch.tensor(score)}, path
+    checkpoint = {"callbacks": {c.state_key: c.state_dict() for c in old}}
+    new[0].on_load_checkpoint(None, None, checkpoint)  # Lightning's order: every on_load_checkpoint, then states
+    for callback in new:
+        callback.load_state_dict(checkpoint["callbacks"][callback.state_key])
+    for callback, score in zip(new, (1.5, 0.75)):
+        moved = str(Path(callback.dirpath) / "kept.ckpt")
+        assert float(callback.best_model_score) == score and callback.best_model_path == moved
+        assert list(callback.best_k_models) == [moved] and callback.last_model_path == moved
+    assert moved_paths({"a": "/runs/x-2/best.ckpt", "/runs/x/b": 1}, "/runs/x", "/new") == {
+        "a": "/runs/x-2/best.ckpt", "/new/b": 1}  # only paths under the folder itself move
+
+    # end to end: a finished run moved with its --out, then given a longer budget
+    for out, budget in ((tmp_path / "a", "epochs=1"), (tmp_path / "b", "epochs=2")):
+        if out.name == "b":
+            shutil.move(str(tmp_path / "a"), str(out))
+        cmp.compare(CONFIG, ["GRU"], seeds=[1], budget=budget, out=out, matching=cmp.Matching(hidden_size=4),
+                    runs=cmp.RunOptions(extra=TINY, env=ENV), log=io.StringIO())
+    run = tmp_path / "b" / "GRU-h4-s1"
+    assert sorted(p.name for p in (run / "checkpoints").glob("last*.ckpt")) == ["last.ckpt"]
+    assert json.loads((run / "result.json").read_text())["checkpoint"] == str((run / "best" / "best.ckpt").resolve())
+
+
 def test_a_run_resumes_from_the_newest_of_last_ckpt_and_lightnings_last_v1(tmp_path):
     """Runs resumed before the fix above have a stale last.ckpt and a newer last-v1.ckpt: the newer is taken."""
     import time

@@ -2,6 +2,7 @@
 the comparison runner's checkpoints."""
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
@@ -278,6 +279,26 @@ class RunnerCheckpoint(ModelCheckpoint):
     def _legacy_state_key(self) -> str:  # type: ignore[override]
         """The shared key: a checkpoint written before this class holds this callback's state under it."""
         return ModelCheckpoint.state_key.fget(self).replace(type(self).__qualname__, ModelCheckpoint.__qualname__, 1)
+
+    def on_load_checkpoint(self, trainer: Trainer, pl_module: LightningModule, checkpoint: Dict[str, Any]) -> None:
+        """A resumed run whose folder has moved since (renamed, copied off a cluster) reads the paths every
+        checkpoint callback saved under its old folder as under this one. Lightning runs this before any
+        callback takes its state. Without it Lightning drops a checkpoint's best score when its folder differs:
+        the next validation became the best even where worse, and ``last.ckpt`` got a ``last-v1.ckpt`` beside it."""
+        states = checkpoint.get("callbacks", {})
+        mine = states.get(self.state_key) or states.get(self._legacy_state_key) or {}
+        saved = mine.get("dirpath")
+        if saved and self.dirpath and os.path.normpath(saved) != os.path.normpath(self.dirpath):
+            checkpoint["callbacks"] = moved_paths(states, os.path.dirname(saved), os.path.dirname(self.dirpath))
+
+
+def moved_paths(state: Any, old: str, new: str) -> Any:
+    """``state`` with every path string under folder ``old`` (dictionary keys included) put under ``new``."""
+    if isinstance(state, str):
+        return new + state[len(old):] if state == old or state.startswith((old + "/", old + "\\")) else state
+    if isinstance(state, dict):
+        return {moved_paths(key, old, new): moved_paths(value, old, new) for key, value in state.items()}
+    return state
 
 
 def run_checkpoint(trainer: Trainer) -> Optional[ModelCheckpoint]:
