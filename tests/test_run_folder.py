@@ -67,6 +67,26 @@ def test_resume_writes_into_the_same_folder_without_overwriting(tmp_path, monkey
     assert "config-resume-1.yaml" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("val_check_interval", ["1.0", "0.5"], ids=["saved-at-epoch-end", "saved-at-validation"])
+def test_last_ckpt_is_the_newest_validation_also_where_the_monitored_metric_did_not_improve(val_check_interval,
+                                                                                          tmp_path, monkeypatch):
+    """Lightning writes last.ckpt only where its checkpoint saved a top-k one (with save_top_k=1: where the metric
+    improved); a fit keeps it at the newest validation, so a resume goes on from where the run stopped. With one
+    validation an epoch the checkpoint saves at the epoch's end, with more after each validation."""
+    from lit_rnncells.data.checkpoint_state import read_checkpoint
+
+    own = {"class_path": "lightning.pytorch.callbacks.ModelCheckpoint",  # the accuracy rises: its minimum is early
+           "init_args": {"monitor": "val/acc", "mode": "min", "save_last": True}}
+    monkeypatch.chdir(tmp_path)
+    assert run(["fit", *TINY, "--trainer.max_epochs", "3", "--trainer.logger", "false", "--run_dir", "runs/one",
+                "--trainer.val_check_interval", val_check_interval, "--trainer.callbacks+=" + json.dumps(own)]) == 0
+    checkpoints = tmp_path / "runs" / "one" / "checkpoints"
+    (best,) = checkpoints.glob("epoch=*.ckpt")
+    last = read_checkpoint(str(checkpoints / "last.ckpt"))
+    assert read_checkpoint(str(best))["epoch"] < 2 == last["epoch"]  # the best is not the newest; last.ckpt is
+    assert last["global_step"] == 3 * 2  # 64 formulas, batch 32: 2 steps an epoch
+
+
 def test_a_folder_holding_another_run_is_refused(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     assert run(["fit", *TINY, *CSV, "--run_dir", "runs/one"]) == 0

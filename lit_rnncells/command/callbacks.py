@@ -10,7 +10,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import torch
 import torch.distributed as dist
 from lightning.pytorch import LightningModule, Trainer
-from lightning.pytorch.callbacks import BasePredictionWriter, Callback, ModelCheckpoint
+from lightning.pytorch.callbacks import BasePredictionWriter, Callback, Checkpoint, ModelCheckpoint
 from lightning.pytorch.utilities.exceptions import SIGTERMException
 
 from ..utils.paths import check_output_file
@@ -253,6 +253,38 @@ class InterruptCheckpoint(Callback):
                   f"resume with the same command plus --ckpt_path {self.saved_to}", file=sys.stderr, flush=True)
 
 
+class LastCheckpointKeptCurrent(Checkpoint):
+    """Keeps the run's ``last.ckpt`` at its newest validation (or epoch end, where the run's checkpoint ``own``
+    saves then), so a run resumed from it, after a kill or to a longer budget, goes on from where it stopped.
+
+    Lightning (2.6) writes ``last.ckpt`` only when its checkpoint saved a top-k one at that moment: with
+    ``save_top_k=1`` on a validation metric (most shipped configs), only when the metric improved, so a resume
+    went back to the best validation and trained the rest again. A ``Checkpoint`` itself, so Lightning runs it
+    after every other callback and checkpoint: the file holds their states after this validation."""
+
+    def __init__(self, own: ModelCheckpoint) -> None:
+        super().__init__()
+        self.own = own
+
+    def _save_last_where_skipped(self, trainer: Trainer, at_epoch_end: bool) -> None:
+        own = self.own
+        if not own.save_last or own._should_save_on_train_epoch_end(trainer) != at_epoch_end:
+            return
+        if at_epoch_end and not trainer.fit_loop.epoch_loop.batch_progress.is_last_batch:
+            return  # a max_steps stop before the epoch's end: Lightning's own save at the end of training resumes it
+        candidates = own._monitor_candidates(trainer)
+        if own._should_skip_saving_checkpoint(trainer) or getattr(own, "_defer_save_until_validation", False) \
+                or (own.monitor and own.monitor not in candidates):
+            return  # it saved at this step, or waits for a validation still to come
+        own._save_last_checkpoint(trainer, candidates)
+
+    def on_validation_end(self, trainer: Trainer, pl_module: LightningModule) -> None:
+        self._save_last_where_skipped(trainer, at_epoch_end=False)
+
+    def on_train_epoch_end(self, trainer: Trainer, pl_module: LightningModule) -> None:
+        self._save_last_where_skipped(trainer, at_epoch_end=True)
+
+
 class RunnerCheckpoint(ModelCheckpoint):
     """A checkpoint the comparison runner adds to a run: ``role="best"`` (``<run>/best/best.ckpt``, the best
     ``monitor`` value) or ``role="per-epoch"`` (``--test-every-epoch``). Takes ``ModelCheckpoint``'s options.
@@ -305,5 +337,6 @@ def run_checkpoint(trainer: Trainer) -> Optional[ModelCheckpoint]:
     """The run's own checkpoint callback (the config's, or Lightning's default), whose folder holds ``last.ckpt``
     and ``interrupted.ckpt``: the first that the comparison runner did not add. Its best checkpoint
     (:class:`RunnerCheckpoint`) comes before it, so ``trainer.checkpoint_callback`` (the first of all) is not it."""
-    own = [c for c in trainer.checkpoint_callbacks if not isinstance(c, RunnerCheckpoint)]
+    own = [c for c in trainer.checkpoint_callbacks
+           if isinstance(c, ModelCheckpoint) and not isinstance(c, RunnerCheckpoint)]
     return own[0] if own else trainer.checkpoint_callback

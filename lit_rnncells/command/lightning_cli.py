@@ -13,7 +13,7 @@ from typing import Any, Dict, List, Optional, Union
 import torch
 from lightning.pytorch import LightningModule, Trainer
 from lightning.pytorch.accelerators import CPUAccelerator
-from lightning.pytorch.callbacks import ProgressBar
+from lightning.pytorch.callbacks import ModelCheckpoint, ProgressBar
 from lightning.pytorch.cli import LightningArgumentParser, LightningCLI, SaveConfigCallback
 from lightning.pytorch.utilities import rank_zero_warn
 
@@ -22,7 +22,7 @@ from .. import data as _data  # noqa: F401
 from .. import tasks as _tasks  # noqa: F401
 from .cpu_defaults import threads_for
 from .callbacks import (DIVERGENCE_PATIENCE, DIVERGENCE_THRESHOLD, FiniteGuard, InterruptCheckpoint,
-                        PredictionWriter, run_checkpoint)
+                        LastCheckpointKeptCurrent, PredictionWriter, run_checkpoint)
 from ..data.checkpoint_state import ignored_options_warning, read_checkpoint
 from ..utils.progress import LineProgress, wants_line_progress
 from ..utils.quiet import quiet_mid_epoch_resume_warning
@@ -294,6 +294,9 @@ class LitRNNCellsCLI(LightningCLI):
             fit_config = self.config.get("fit", self.config) if self.subcommand else self.config
             threshold = fit_config.get("divergence_threshold", DIVERGENCE_THRESHOLD)
             self.trainer.callbacks.extend([FiniteGuard(threshold), InterruptCheckpoint()])
+            own = run_checkpoint(self.trainer)
+            if isinstance(own, ModelCheckpoint):  # last in the list, as Lightning keeps checkpoints
+                self.trainer.callbacks.append(LastCheckpointKeptCurrent(own))
         elif self.subcommand in ("test", "validate"):
             self.trainer.callbacks.append(InterruptCheckpoint())  # SIGTERM stops the evaluation
         if self.subcommand == "predict":
