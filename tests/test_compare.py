@@ -341,3 +341,17 @@ def test_a_setting_a_spec_json_lacks_counts_as_its_default(tmp_path):
     (tmp_path / "spec.json").write_text(json.dumps(saved))
     assert spec_differences(tmp_path, spec) == []
     assert spec_differences(tmp_path, cmp.RunSpec(**{**asdict(spec), "extra": ["--x", "1"]})) == ["extra"]
+
+
+def test_a_config_path_written_relative_or_absolute_is_the_same_setting(tmp_path):
+    """A run started with ``--config configs/...`` goes on under ``--config /abs/.../configs/...`` (same file)."""
+    from dataclasses import asdict
+
+    from lit_rnncells.experiments.compare.folders import spec_differences
+
+    spec = cmp.RunSpec(run_id="GRU-s1", folder=str(tmp_path), config=os.path.relpath(CONFIG), cell="GRU", seed=1,
+                       grid={}, hidden_size=4, budget="epochs=1", monitor="val/acc", mode="max")
+    (tmp_path / "spec.json").write_text(json.dumps(asdict(spec)))
+    assert spec_differences(tmp_path, cmp.RunSpec(**{**asdict(spec), "config": CONFIG})) == []
+    other = str(ROOT / "configs" / "logic" / "mufuru.yaml")
+    assert spec_differences(tmp_path, cmp.RunSpec(**{**asdict(spec), "config": other})) == ["config"]

@@ -4,6 +4,7 @@ can resume from, or a result a run wrote."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from dataclasses import MISSING, asdict, fields
 from pathlib import Path
@@ -49,8 +50,16 @@ def spec_differences(folder: Path, spec: RunSpec) -> List[str]:
         return ["spec.json (missing or unreadable)"]
     now, defaults = asdict(spec), spec_defaults()
     # a setting spec.json lacks (it was written before the setting existed) has its default
-    return [key for key in now
-            if key != "folder" and saved.get(key, defaults.get(key)) != json.loads(json.dumps(now[key]))]
+    return [key for key in now if key != "folder"
+            and not same_setting(key, saved.get(key, defaults.get(key)), json.loads(json.dumps(now[key])))]
+
+
+def same_setting(key: str, saved: Any, now: Any) -> bool:
+    """Whether a run's saved setting is the one given now; the config is the same file however its path is
+    written (relative to this folder or absolute)."""
+    if key == "config" and isinstance(saved, str) and isinstance(now, str):
+        return os.path.realpath(saved) == os.path.realpath(now)
+    return saved == now
 
 
 def spec_defaults() -> Dict[str, Any]:
