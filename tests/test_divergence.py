@@ -48,6 +48,29 @@ def test_a_spike_that_recovers_is_not_stopped():
     _feed(FiniteGuard(threshold=10.0), ([3.0, 2.0] + [100.0] * (DIVERGENCE_PATIENCE - 1) + [2.0]) * 3)
 
 
+def test_a_resumed_run_judges_its_loss_against_its_own_first_loss():
+    """The guard's state goes into the checkpoint: after a resume, a trained model's noise (0.41 against a running
+    minimum of 0.03) is below the run's first loss (1.1) and not an explosion. Judged against the first loss after
+    the resume (0.27) it was, and a resumed SemEval run stopped so. A checkpoint without the guard's state (written
+    before it kept one) turns the explosion check off for the resumed fit; non-finite losses still stop it."""
+    trained = FiniteGuard(threshold=10.0)
+    _feed(trained, [1.1, 0.5] + [0.03] * 20)
+    resumed = FiniteGuard(threshold=10.0)
+    resumed.load_state_dict(trained.state_dict())
+    _feed(resumed, [0.27, 0.03] + [0.41] * (DIVERGENCE_PATIENCE + 2))
+    assert (resumed.first, resumed.minimum) == (pytest.approx(1.1), pytest.approx(0.03))
+    trainer = _trainer()
+    trainer.ckpt_path, trainer.gradient_clip_val = "old.ckpt", None  # resumed from a checkpoint without its state
+    unknown = FiniteGuard(threshold=10.0)
+    for step, loss in enumerate([0.27, 0.03] + [0.41] * (DIVERGENCE_PATIENCE + 2)):
+        trainer.global_step = step
+        unknown.on_before_backward(trainer, None, torch.tensor(loss))
+    with pytest.raises(TrainingDiverged, match="loss became non-finite"):
+        unknown.on_before_backward(trainer, None, torch.tensor(float("nan")))
+    with pytest.raises(TrainingDiverged, match="exploded"):  # what a fresh guard did with that resumed run
+        _feed(FiniteGuard(threshold=10.0), [0.27, 0.03] + [0.41] * (DIVERGENCE_PATIENCE + 2))
+
+
 def test_threshold_zero_turns_the_check_off():
     _feed(FiniteGuard(threshold=0), [4.0, 3.0] + [1e7] * 100)
 

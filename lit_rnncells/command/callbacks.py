@@ -2,6 +2,7 @@
 the comparison runner's checkpoints."""
 from __future__ import annotations
 
+import math
 import os
 import sys
 from pathlib import Path
@@ -149,7 +150,10 @@ class FiniteGuard(Callback):
 
     def _check_explosion(self, trainer: Trainer, value: float) -> None:
         if self.first is None:
-            self.first = self.minimum = value
+            # a run resumed from a checkpoint written before the guard kept its state: its first loss is unknown, and
+            # the first one after the resume (a trained model's) made its ordinary noise look exploded
+            resumed_without_state = bool(getattr(trainer, "ckpt_path", None))
+            self.first, self.minimum = (math.inf if resumed_without_state else value), value
             return
         exploded = value > self.threshold * self.minimum and value > self.first
         exploded = bool(trainer.strategy.reduce_boolean_decision(exploded, all=False))  # any rank: all stop together
@@ -167,6 +171,16 @@ class FiniteGuard(Callback):
             f"above {self.threshold:g}x its running minimum {self.minimum:.4g} and above the first loss "
             f"{self.first:.4g} {when}; the run stopped {outcome}; lower the learning rate (lr {lr}) or set "
             "--trainer.gradient_clip_val, then start again (--divergence_threshold 0 turns this check off).")
+
+    def state_dict(self) -> Dict[str, Any]:
+        """The run's first loss, running minimum and last finite loss, so that a resumed run judges its loss
+        against its own beginning, not against the first loss after the resume."""
+        return {"first": self.first, "minimum": self.minimum, "last_finite": self.last_finite}
+
+    def load_state_dict(self, state_dict: Dict[str, Any]) -> None:
+        self.first, self.minimum = state_dict.get("first"), state_dict.get("minimum")
+        last = state_dict.get("last_finite")
+        self.last_finite = tuple(last) if last is not None else None
 
     def on_before_optimizer_step(self, trainer: Trainer, pl_module: LightningModule, optimizer: Any) -> None:
         if getattr(trainer.precision_plugin, "scaler", None) is not None:
