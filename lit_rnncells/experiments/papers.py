@@ -82,7 +82,7 @@ PAPERS: Dict[str, Tuple[str, List[Experiment]]] = {
             cells={f"GRUDT(transition_depth=1,{GRU_PTB})": "GRU+DT",
                    "CapMZU(transition_depth=1,layer_norm=true,candidate_dropout=0.5)": "capMZU+DT"},
             paper={"GRU+DT": 78.25, "capMZU+DT": 79.40}, metric="test/acc", scale=100.0,
-            lower_is_better=False, budget="epochs=30", match_params="GRUDT@64",
+            lower_is_better=False, budget="epochs=60", match_params="GRUDT@64",
             extra=("--model.init_args.embedding_size", "100", "--model.init_args.pretrained_embeddings", "null",
                    "--data.init_args.batch_size", "32"),
             paper_setting="capMZU+DT (4 zones, 2 capsules, 3 routing iterations, λ = 1) against GRU+DT, Bi-RNN, "
@@ -94,7 +94,7 @@ PAPERS: Dict[str, Tuple[str, List[Experiment]]] = {
                         "paper shares on PTB only); GRU+DT likewise with layer normalisation and candidate dropout 0.5 (as "
                         "the paper's footnote 3 does for its PTB GRUs); "
                         "dropout 0.5, Adam 1e-3, batch 32, clip 5 from the config; no pretrained vectors (none "
-                        "on this machine), embedding 100, parameters matched to a GRU+DT of 64, 30 epochs, best "
+                        "on this machine), embedding 100, parameters matched to a GRU+DT of 64, 60 epochs, best "
                         "validation accuracy tested"),
     ]),
     "mufuru": ("MuFuRU: Multi-Function Recurrent Unit "
