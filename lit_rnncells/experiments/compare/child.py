@@ -114,12 +114,14 @@ def record_epoch_tests(folder: Path, trainer: Any, model: Any, datamodule: Any, 
 def add_callbacks(spec: RunSpec, trainer: Any) -> tuple:
     """The runner's callbacks on ``trainer``: the best-``monitor`` checkpoint, the learning curves, the in-budget
     validation and (with ``test_every_epoch``) a checkpoint per epoch; returns ``(best, curves, per_epoch)``."""
+    from lightning.pytorch.callbacks import ModelCheckpoint
+
     from ...command.callbacks import RunnerCheckpoint
     from ..curves import LearningCurves
 
     folder = Path(spec.folder)
     for callback in trainer.checkpoint_callbacks:  # the config's checkpoints (the default one included)
-        if getattr(callback, "save_last", None) is None:
+        if isinstance(callback, ModelCheckpoint) and callback.save_last is None:
             callback.save_last = True  # a run killed outright resumes from its last checkpoint
     best = RunnerCheckpoint("best", dirpath=str(folder / "best"), filename="best", monitor=spec.monitor,
                             mode=spec.mode, save_top_k=1, auto_insert_metric_name=False)
