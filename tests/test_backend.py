@@ -181,10 +181,19 @@ def test_the_layer_steps_one_cell_as_its_backend_runs_steps() -> None:
     torch.testing.assert_close(aux, want_aux)
 
 
+SHARED_TRANSITION = {"GRUDT(L=2,shared)": dict(transition_depth=2, share_transition=True),
+                     "SatMZU(L=1,shared)": dict(transition_depth=1, share_transition=True)}
+
+
+def _graph_case(name: str):
+    cls = get_cell(name.split("(")[0])
+    return cls(INPUT, HIDDEN, **SHARED_TRANSITION.get(name, {}))
+
+
 @pytest.mark.parametrize("defer", [False, True])
-@pytest.mark.parametrize("name", ["SatMZU", "LSTM", "MuFuRU"])
+@pytest.mark.parametrize("name", ["SatMZU", "LSTM", "MuFuRU", *SHARED_TRANSITION])
 def test_the_body_the_graphs_backend_captures_is_the_loop(name: str, defer: bool) -> None:
-    """What ``backend: graphs`` captures (``nn.graphs._WholeLoop``: the projection hoisted out, every step masked,
+    """What ``backend: graphs`` captures (``nn.graphs._WholeLoop``: the projection, then the loop, every step masked,
     the aux loss always a tensor; with ``defer``, the recurrent weight gradients as one product after the loop)
     gives the step loop's values and gradients; checked here on CPU, where no capture runs
     (tests/test_cuda_graphs.py checks the captured graphs on a GPU)."""
@@ -192,7 +201,7 @@ def test_the_body_the_graphs_backend_captures_is_the_loop(name: str, defer: bool
     from lit_rnncells.nn.recurrent import run_cell
 
     torch.manual_seed(0)
-    cell = get_cell(name)(INPUT, HIDDEN)
+    cell = _graph_case(name)
     x = torch.randn(5, 3, INPUT)
     mask = torch.arange(5).unsqueeze(1) < torch.tensor([5, 2, 4]).unsqueeze(0)
     state = cell.initial_state(3)
@@ -200,7 +209,7 @@ def test_the_body_the_graphs_backend_captures_is_the_loop(name: str, defer: bool
     want_out, want_state, want_aux = run_cell(cell, x, state, mask, want_aux=True,
                                               plan=resolve(type(cell), "loop", "cpu"))
     body = _WholeLoop(cell, isinstance(state, tuple), cell.has_aux_loss, False, defer)
-    out, aux, *final = body(cell.project_input(x), mask, *leaves)
+    out, aux, *final = body(x, mask, *leaves)
     torch.testing.assert_close(out, want_out)
     for a, b in zip(final, want_state if isinstance(want_state, tuple) else (want_state,)):
         torch.testing.assert_close(a, b)
@@ -211,3 +220,36 @@ def test_the_body_the_graphs_backend_captures_is_the_loop(name: str, defer: bool
         assert (a is None) == (b is None)
         if a is not None:
             torch.testing.assert_close(a, b)
+
+
+def _parameters_reached(tensor: torch.Tensor) -> set:
+    """The leaves ``tensor``'s autograd graph reaches (ids of the tensors its AccumulateGrad nodes hold)."""
+    seen, found, todo = set(), set(), [tensor.grad_fn]
+    while todo:
+        node = todo.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        if hasattr(node, "variable"):
+            found.add(id(node.variable))
+        todo.extend(next_node for next_node, _ in node.next_functions)
+    return found
+
+
+@pytest.mark.parametrize("name", ["SatMZU", "CARU", *SHARED_TRANSITION])
+def test_the_graphs_backend_uses_no_parameter_outside_the_capture(name: str) -> None:
+    """Every parameter is used inside the captured graph only: what ``run_graphed`` hands the capture is the
+    layer's input, the mask and the state, none computed from a parameter. A parameter used on both sides (a
+    shared deep transition's bias, in the projection and in the step) got gradients on the default stream and
+    the capture's, which torch refused on an H200 (docs/measured.md)."""
+    from lit_rnncells.nn.graphs import graph_inputs
+
+    cell = _graph_case(name)
+    embedding = torch.nn.Embedding(10, INPUT)
+    x = embedding(torch.randint(0, 10, (5, 3)))  # an input with a gradient of its own
+    params = {id(p) for p in cell.parameters()}
+    for mask in (None, torch.ones(5, 3, dtype=torch.bool)):
+        args = graph_inputs(x, cell.initial_state(3), mask)
+        assert args[0] is x
+        reached = set().union(*(_parameters_reached(a) for a in args if a.grad_fn is not None))
+        assert not reached & params and id(embedding.weight) in reached

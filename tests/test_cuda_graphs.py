@@ -54,8 +54,8 @@ def test_graphs_equal_the_loop_for_every_cell(name: str) -> None:
             for seed in (1, 2):  # the first call captures, the second replays with other values
                 x = torch.randn(3, 5, INPUT, generator=torch.Generator().manual_seed(seed)).cuda()
                 _assert_same(_run(loop, x, lengths), _run(graphed, x, lengths), atol=1e-4, rtol=1e-3)
-    assert graphs.graph_stats()["graphs"] >= 1 or not any(
-        p.step == "graphs" for p in graphed.plans("cuda"))  # cells auto runs fused keep their kernel
+    # cells whose fused kernel takes padded batches too (GRU, LSTM, Elman) keep it: nothing is captured for them
+    assert graphs.graph_stats()["graphs"] >= 1 or all(p.fused and p.packed for p in graphed.plans("cuda"))
 
 
 @pytest.mark.parametrize("name", list(CASES))

@@ -1,6 +1,6 @@
 """``backend: graphs``: a cell's whole time loop, forward and backward, replayed as CUDA graphs.
 
-The input projection runs outside (one large matmul, as in every backend); the step loop over all T steps,
+The input projection (one large matmul before the loop, as in every backend), the step loop over all T steps,
 the masks, the outputs and the auxiliary loss run inside one captured graph per (cell, batch size, length,
 dtype, training or not, gradients or not, autocast), built by ``torch.cuda.make_graphed_callables`` when
 gradients are on (it captures the backward too) and by one ``torch.cuda.CUDAGraph`` without them. Later
@@ -10,6 +10,9 @@ least recently used dropped first); each capture prints the count and the memory
 
 Inside the capture runs the eager loop (:func:`~lit_rnncells.nn.loop.run_loop`), so values are the loop's
 exactly. The loop reads no value back to the host (the mask is a tensor, every step masked), so it captures.
+No parameter is used outside the capture: a parameter both the projection and the step use (a shared deep
+transition's bias, GRUDT's and the MZUs') would get gradients from the default stream and the capture's, which
+torch 2.11 refused on an H200 (``cudaErrorStreamCaptureImplicit``, docs/measured.md).
 Needs CUDA; parameters must stay the same tensors between calls (DropConnect, which swaps in dropped copies
 of a weight each step, does not suit it).
 """
@@ -33,7 +36,8 @@ _GRAPHS: "OrderedDict[tuple, Tuple[Callable, int]]" = OrderedDict()  # key -> (r
 
 
 class _WholeLoop(nn.Module):
-    """The step loop as a module of tensors only: ``(x_proj, mask, *state leaves) -> (out, aux, *final)``."""
+    """The projection and the step loop as a module of tensors only: ``(x, mask, *state leaves) -> (out, aux,
+    *final)``."""
 
     def __init__(self, cell: RecurrentCell, tuple_state: bool, use_aux: bool, keep_precision: bool,
                  defer: bool) -> None:
@@ -41,10 +45,9 @@ class _WholeLoop(nn.Module):
         self.cell = cell
         self.tuple_state, self.use_aux, self.keep_precision, self.defer = tuple_state, use_aux, keep_precision, defer
 
-    def forward(self, x_proj: Tensor, mask: Tensor, *leaves: Tensor) -> Tuple[Tensor, ...]:
+    def forward(self, x: Tensor, mask: Tensor, *leaves: Tensor) -> Tuple[Tensor, ...]:
         state: State = tuple(leaves) if self.tuple_state else leaves[0]
-        out, final, aux = run_loop(self.cell, x_proj, state, mask, self.use_aux, self.keep_precision,
-                                   projected=True, defer=self.defer)
+        out, final, aux = run_loop(self.cell, x, state, mask, self.use_aux, self.keep_precision, defer=self.defer)
         aux = out.new_zeros(()) if aux is None else aux
         return (out, aux, *(final if isinstance(final, tuple) else (final,)))
 
@@ -118,6 +121,15 @@ def clear_graphs() -> None:
     _GRAPHS.clear()
 
 
+def graph_inputs(x: Tensor, state: State, mask: Optional[Tensor]) -> Tuple[Tensor, ...]:
+    """The captured loop's inputs: the layer's input itself (the projection runs inside the graph), the mask
+    (all true for an unpadded batch: one graph for padded and unpadded batches of a shape) and the state's
+    leaves. None of them is computed from a parameter."""
+    if mask is None:
+        mask = torch.ones(x.shape[:2], dtype=torch.bool, device=x.device)
+    return (x, mask, *(state if isinstance(state, tuple) else (state,)))
+
+
 def run_graphed(cell: RecurrentCell, x: Tensor, state: State, mask: Optional[Tensor], use_aux: bool,
                 keep_precision: bool, defer: bool = False) -> Tuple[Tensor, State, Optional[Tensor]]:
     """:func:`~lit_rnncells.nn.recurrent.run_cell`'s loop as a replayed CUDA graph; the same values.
@@ -126,11 +138,8 @@ def run_graphed(cell: RecurrentCell, x: Tensor, state: State, mask: Optional[Ten
     if x.device.type != "cuda":
         raise ValueError(f"backend='graphs' needs a CUDA device; this layer runs on {x.device.type}: use backend "
                          "auto, loop or compiled there")
-    x_proj = cell.project_input(x)  # hoisted: one matmul for all steps, outside the graph
-    if mask is None:  # one graph for padded and unpadded batches of a shape
-        mask = torch.ones(x.shape[:2], dtype=torch.bool, device=x.device)
+    args = graph_inputs(x, state, mask)
     tuple_state = isinstance(state, tuple)
-    args = (x_proj, mask, *(state if tuple_state else (state,)))
     autocast = torch.is_autocast_enabled("cuda")
     # Autocast's cache of cast weights would hand the graph tensors freed after the outer region: none inside.
     context = torch.autocast("cuda", dtype=torch.get_autocast_dtype("cuda"), cache_enabled=False) if autocast \

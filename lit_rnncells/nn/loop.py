@@ -36,11 +36,10 @@ def _constant_while_training(state: State) -> bool:
 
 
 def run_loop(cell: RecurrentCell, x: Tensor, state: State, mask: Optional[Tensor], use_aux: bool,
-             keep_precision: bool, compiled_step: Optional[StepFn] = None, projected: bool = False,
-             defer: bool = False) -> Tuple[Tensor, State, Optional[Tensor]]:
+             keep_precision: bool, compiled_step: Optional[StepFn] = None, defer: bool = False
+             ) -> Tuple[Tensor, State, Optional[Tensor]]:
     """The step loop of :func:`~lit_rnncells.nn.recurrent.run_cell`: eager, or each step through
     ``compiled_step`` (:func:`~lit_rnncells.nn.compiled.compiled_step`'s function for the cell) when given.
-    ``projected``: ``x`` is already ``cell.project_input`` of the input (the graphs backend hoists it).
     ``defer``: the cell's deferred products leave their weights' gradients to one product after the loop
     (:mod:`lit_rnncells.cells.deferred`; the eager loop only: a compiled step runs them plainly)."""
     step, step_mask = _step, mask
@@ -52,7 +51,7 @@ def run_loop(cell: RecurrentCell, x: Tensor, state: State, mask: Optional[Tensor
     states: List[State] = []
     seen: List[State] = []  # the state each step was fed, for cells' ``stepping`` blocks
     aux_total: Optional[Tensor] = None
-    x_proj = x if projected else cell.project_input(x)
+    x_proj = cell.project_input(x)
     weights = list(cell.parameters()) if defer and not compiled else []
     with deferring_weight_gradients(weights, (x_proj, *tensor_leaves(state))) as passed, \
             _stepping(cell, passed[0], seen) as x_proj:
