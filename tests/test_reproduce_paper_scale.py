@@ -68,6 +68,34 @@ def test_every_run_at_once_each_stopped_by_its_time_limit_then_continued(tiny_pa
         assert json.loads((run / "result.json").read_text())["steps"] > first[run.name]
 
 
+def test_a_run_its_time_limit_stops_mid_epoch_goes_on_mid_epoch(tiny_paper, tmp_path, monkeypatch):
+    """Lightning validates after the time limit's stop and counts the epoch it cut short as done; the last.ckpt
+    written then resumed at the next epoch, skipping the rest of this one (seen on an H200: 2 epochs and 1 step
+    reported as 3 epochs, 130 batches skipped). The time-limit checkpoint, written again at the end with the
+    stop's position, is what the same command resumes from: the run goes on inside its first epoch."""
+    from lit_rnncells.data.checkpoint_state import read_checkpoint
+
+    long_epoch = ("--data.init_args.train_size", "400000", *TINY[2:])  # 12,500 batches an epoch: never reached
+    monkeypatch.setitem(paper_scale.SCALES, "tiny", {"logic": paper_scale.PaperScale(
+        config="configs/logic/gru.yaml", budget="epochs=100000", setting="tiny", fields={"extra": long_epoch})})
+    out, results = tmp_path / "runs", tmp_path / "results"
+    steps = []
+    for _ in range(2):
+        at_paper_scale(out, results, io.StringIO())
+        run = out / "logic" / "GRU-h4-s1"
+        result = json.loads((run / "result.json").read_text())
+        steps.append(result["steps"])
+        assert result["partial"] is True and result["epochs"] == 0  # no epoch trained to its end
+        state = read_checkpoint(str(run / "checkpoints" / "interrupted.ckpt"))
+        loop = state["loops"]["fit_loop"]
+        assert state["epoch"] == 0 and loop["epoch_progress"]["current"]["processed"] == 0
+        assert loop["epoch_loop.batch_progress"]["current"]["processed"] == result["steps"]
+        best = next(v for k, v in state["callbacks"].items() if "'role': 'best'" in str(k))
+        assert best["best_model_score"] is not None  # the callbacks' states from after the stop's validation
+    assert 0 < steps[0] < steps[1]
+    assert "resuming from " + str(run / "checkpoints" / "interrupted.ckpt") in (run / "log.txt").read_text()
+
+
 def test_the_epochs_reached_are_one_phrase_when_alike_and_named_by_grid_point_when_not():
     key = "model.init_args.hidden_size"
     rows = [{"cell": "GRU", "seed": 1, key: 2, "epochs": 100, "steps": 3200},

@@ -162,12 +162,14 @@ def write_results(results: Path, report: str, paper: str, run_folders: Dict[str,
 
 
 def reached(rows: Sequence[Dict[str, object]], time_limit: Optional[float], grid_keys: Sequence[str] = ()) -> str:
-    """The epochs and steps each run reached (and whether its time limit stopped it), for the report: one phrase
-    when every run reached the same, else each run by cell, grid point and seed."""
+    """The full epochs, steps and minutes of training each run reached (over every command that trained it), for
+    the report: one phrase when every run reached the same, else each run by cell, grid point and seed."""
     if not rows:
         return ""
     limit = f" in a time limit of {time_limit / 60:.1f} min per run" if time_limit is not None else ""
-    reach = [(run_name(r, grid_keys), f"{r['epochs']} epochs, {r['steps']} steps") for r in rows]
+    reach = [(run_name(r, grid_keys), f"{r['epochs']} epochs, {r['steps']} steps"
+              + (f", {float(r['seconds']) / 60:.1f} min of training in all" if r.get("seconds") else ""))
+             for r in rows]
     if len({what for _, what in reach}) == 1:
         return f"Reached{limit}: every run ({len(rows)}) {reach[0][1]}.\n"
     return f"Reached{limit}: " + "; ".join(f"{name}: {what}" for name, what in reach) + ".\n"

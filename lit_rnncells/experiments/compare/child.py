@@ -67,14 +67,21 @@ def time_limit_args(spec: RunSpec, ckpt_path: Optional[str], time_limit: Optiona
 
 def time_limit_checkpoint():
     """A callback that saves a resumable checkpoint (``checkpoints/interrupted.ckpt``, at the step boundary, as
-    SIGTERM does) when Lightning's ``Timer`` stops the fit at ``max_time``; ``saved`` says it did."""
-    from lightning.pytorch import Callback
-    from lightning.pytorch.callbacks import Timer
+    SIGTERM does) when Lightning's ``Timer`` stops the fit at ``max_time``; ``saved`` says it did.
+
+    After the stop Lightning still validates and ends the epoch it cut short, counting that epoch as done: the
+    ``last.ckpt`` it writes then resumes at the next epoch, skipping the rest of this one (on an H200, 130 of an
+    epoch's 131 batches). So at the end of training the file is written again: the loops' position, the model
+    and the optimiser from the stop, the callbacks' states (the best score, the last validation) from after
+    that validation. It is the newest checkpoint, so the same command resumes from it, mid-epoch."""
+    from lightning.pytorch.callbacks import Checkpoint, Timer
 
     from ...command.callbacks import run_checkpoint
 
-    class TimeLimitCheckpoint(Callback):
+    class TimeLimitCheckpoint(Checkpoint):  # a Checkpoint: Lightning runs it after the run's own checkpoints
         saved = False
+        at_stop: Optional[Dict[str, Any]] = None
+        path: Optional[Path] = None
 
         def on_train_batch_end(self, trainer: Any, *args: Any) -> None:
             timers = [c for c in trainer.callbacks if isinstance(c, Timer)]
@@ -82,12 +89,32 @@ def time_limit_checkpoint():
                 return
             own = getattr(run_checkpoint(trainer), "dirpath", None)
             folder = Path(own) if own else Path(trainer.default_root_dir) / "checkpoints"
-            trainer.save_checkpoint(folder / TIME_LIMIT_CHECKPOINT)
+            self.path = folder / TIME_LIMIT_CHECKPOINT
+            self.at_stop = trainer._checkpoint_connector.dump_checkpoint(weights_only=False)
+            self._write(trainer, self.at_stop)
             self.saved = True
             print(f"compare: the time limit stopped the run at step {trainer.global_step}; saved "
-                  f"{folder / TIME_LIMIT_CHECKPOINT}, which the same command resumes from.", flush=True)
+                  f"{self.path}, which the same command resumes from.", flush=True)
+
+        def on_train_end(self, trainer: Any, *args: Any) -> None:
+            if self.at_stop is None:
+                return
+            after = trainer._checkpoint_connector.dump_checkpoint(weights_only=False)
+            self._write(trainer, {**self.at_stop, "callbacks": after["callbacks"]})
+            self.at_stop = None  # no training ran since the stop: its tensors are the model's and optimiser's
+
+        def _write(self, trainer: Any, checkpoint: Dict[str, Any]) -> None:
+            trainer.strategy.save_checkpoint(checkpoint, self.path)
+            trainer.strategy.barrier("TimeLimitCheckpoint")
 
     return TimeLimitCheckpoint()
+
+
+def full_epochs(trainer: Any) -> int:
+    """The epochs trained to their end: Lightning counts an epoch its time limit or ``max_steps`` cut short as
+    done (``current_epoch``), so that one is taken off."""
+    cut_short = not trainer.fit_loop.epoch_loop.batch_progress.is_last_batch
+    return max(int(trainer.current_epoch) - int(cut_short), 0)
 
 
 def check_kept_a_checkpoint(spec: RunSpec, best: Any, trainer: Any) -> None:
@@ -164,7 +191,7 @@ def run_child(spec: RunSpec, ckpt_path: Optional[str] = None, time_limit: Option
     trainer.fit(model, datamodule=cli.datamodule, ckpt_path=ckpt_path)
     seconds = curves.seconds
     check_kept_a_checkpoint(spec, best, trainer)
-    steps, epochs = int(trainer.global_step), int(trainer.current_epoch)
+    steps, epochs = int(trainer.global_step), full_epochs(trainer)
     if per_epoch is not None:
         record_epoch_tests(folder, trainer, model, cli.datamodule, curves)
     tested = trainer.test(model, datamodule=cli.datamodule, ckpt_path=best.best_model_path, verbose=False)[0]
