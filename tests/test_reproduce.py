@@ -149,3 +149,23 @@ def test_a_grids_curves_take_a_colour_per_grid_point_and_a_line_style_per_cell()
     assert styles["GRU hidden_size=2"]["color"] == styles["MuFuRU hidden_size=2"]["color"]
     assert styles["GRU hidden_size=2"]["linestyle"] == styles["GRU hidden_size=128"]["linestyle"] == "-"
     assert line_styles(["GRU", "MuFuRU"]) == {"GRU": {}, "MuFuRU": {}}  # no grid: matplotlib's colour per cell
+
+
+def test_the_figures_name_each_curve_as_the_table_does(tmp_path, monkeypatch):
+    """A paper-size cell's whole specification (``CapMZU-zones=4-...``) squeezed the H200 figure's axes into a
+    corner; the curves carry the table's names (``capMZU+DT``), seeds of a cell in one curve."""
+    import json
+
+    from lit_rnncells.experiments import reproduce as reproduce_module
+
+    exp = Experiment(name="ptb", title="PTB", config="configs/lm/ptb_char_gru.yaml",
+                     cells={"GRU": "GRU", "CapMZU(zones=4,capsules=2)": "capMZU+DT"}, paper={}, metric="test/bpc",
+                     lower_is_better=True, budget="epochs=1", seeds=2, hidden_size=8)
+    for name, cell in [("c1", "CapMZU-zones=4-capsules=2"), ("c2", "CapMZU-zones=4-capsules=2"), ("g1", "GRU")]:
+        result = _finished_run(tmp_path / name, cell, [3.0, 2.5, 2.2])
+        result.write_text(json.dumps({**json.loads(result.read_text()), "folder": str(result.parent)}))
+    drawn = {}
+    monkeypatch.setattr(reproduce_module, "plot_curves",
+                        lambda groups, x_key, *rest: drawn.setdefault(x_key, {k: len(v) for k, v in groups.items()}))
+    reproduce_module.draw_curves(exp, tmp_path)
+    assert drawn == {"step": {"capMZU+DT": 2, "GRU": 1}, "seconds": {"capMZU+DT": 2, "GRU": 1}}

@@ -224,6 +224,24 @@ def reproduce(paper: str, out: Path, report: Optional[Path], experiments: Option
     return page
 
 
+def draw_curves(exp: Experiment, folder: Path) -> None:
+    """The experiment's figures (validation against steps and against seconds) from its finished runs, each curve
+    named as the report's table names it (``satMZU+DT``, not the cell's whole specification)."""
+    results = [json.loads(path.read_text()) for path in sorted(folder.glob(f"*/{RESULT_FILE}"))]
+    if not results:
+        return
+    labels = {spec_label(spec): name for spec, name in exp.cells.items()}
+    grid_keys = [v.split("=", 1)[0] for v in exp.vary]
+    groups: Dict[str, List[Path]] = {}
+    for label, paths in curve_groups(results, grid_keys).items():
+        cell, _, point = label.partition(" ")
+        groups.setdefault(" ".join(filter(None, [labels.get(cell, cell), point])), []).extend(paths)
+    monitor = results[0]["monitor"]
+    title = f"{exp.config}, budget {exp.budget}: validation {monitor}"
+    plot_curves(groups, "step", monitor, title, folder / "curves_steps.png")
+    plot_curves(groups, "seconds", monitor, title, folder / "curves_seconds.png")
+
+
 def experiment_part(paper: str, exp: Experiment, out: Path, report: Optional[Path], read_only: bool,
                     kept: Optional[str], log: Any, launcher: Optional[Launcher]) -> Optional[str]:
     """One experiment's section of the report: run (or read) it; ``None`` keeps the results ``kept`` (the
@@ -237,15 +255,11 @@ def experiment_part(paper: str, exp: Experiment, out: Path, report: Optional[Pat
     if read_only and not finished:
         return "\n".join([f"## {exp.title}", "", f"{NOT_RUN}: `python -m lit_rnncells.reproduce {paper} "
                           f"--experiments {exp.name}` runs it.", ""])
-    if read_only:  # the runs that finished, nothing new; their curves drawn again
-        results = [json.loads(path.read_text()) for path in finished]
-        rows = [row_of(r) for r in results]
-        grid_keys = [v.split("=", 1)[0] for v in exp.vary]
-        plot_curves(curve_groups(results, grid_keys), "step", results[0]["monitor"],
-                    f"{exp.config}, budget {exp.budget} (finished runs): validation {results[0]['monitor']}",
-                    folder / "curves_steps.png")
+    if read_only:  # the runs that finished, nothing new
+        rows = [row_of(json.loads(path.read_text())) for path in finished]
     else:
         rows = run_experiment(exp, folder, log, launcher)
+    draw_curves(exp, folder)
     if not rows and kept and NOT_RUN not in kept:  # every run failed: keep what the report had
         print(f"reproduce: no run of {exp.name} finished; kept the results already in {report}.", file=log)
         return None
@@ -263,6 +277,7 @@ def paper_section(exp: Experiment, folder: Path, launcher: Launcher, figures: Li
                   log: Any) -> Tuple[str, List[Dict[str, Any]]]:
     """Run one experiment (``--scale paper``) and its report section, as at CPU scale; the section and the rows."""
     rows = run_experiment(exp, folder, log, launcher)
+    draw_curves(exp, folder)
     files = sorted(folder.glob(f"*/{RESULT_FILE}"))
     return experiment_markdown(exp, summarise(rows, exp), figures, last_quarter_change(files, exp)), rows
 
