@@ -106,11 +106,17 @@ def bench_cell(name: str, factory: Callable, size: Size, device: torch.device, r
     if compiled is not None:
         jobs["compiled"] = train_step(compiled, x)
     setup_s = {"eager": float("nan"), "compiled": compile_s}
-    for mode in ("graphs", "graphs-deferred"):  # the whole loop as CUDA graphs: captured first, timed apart
-        if mode in modes:
-            jobs[mode], setup_s[mode] = twin_job(eager, x, "graphs", defer=mode == "graphs-deferred")
-    if "loop-deferred" in modes:  # the eager step loop with the deferred weight gradients (any device)
-        jobs["loop-deferred"], _ = twin_job(eager, x, "loop", defer=True)
+    failed: Dict[str, str] = {}
+    twins = {"graphs": ("graphs", False), "graphs-deferred": ("graphs", True), "loop-deferred": ("loop", True)}
+    for mode, (backend_name, defer) in twins.items():  # graphs: captured first, the capture timed apart
+        if mode not in modes:
+            continue
+        try:
+            jobs[mode], setup_s[mode] = twin_job(eager, x, backend_name, defer)
+        except RuntimeError as err:  # e.g. a capture CUDA refuses: that row says so, the others are timed
+            failed[mode] = str(err).strip().splitlines()[0][:160]
+            print(f"bench_gpu: {name} {mode} failed: {failed[mode]}", file=sys.stderr, flush=True)
+    if "loop-deferred" in setup_s:
         setup_s["loop-deferred"] = float("nan")
     jobs = {k: v for k, v in jobs.items() if k == "gru" or k in modes}
     times = interleaved_times(jobs, repeats)
@@ -120,6 +126,10 @@ def bench_cell(name: str, factory: Callable, size: Size, device: torch.device, r
     gru_macs = 3 * hidden * (inp + hidden)
     rows = []
     for mode in modes:
+        if mode in failed:
+            rows.append({"cell": name, "mode": mode, "size": f"B{batch} T{steps} I{inp} H{hidden}",
+                         "failed": failed[mode]})
+            continue
         ratio = statistics.median([t / g for t, g in zip(times[mode], times["gru"])])
         rows.append({"cell": name, "mode": mode, "size": f"B{batch} T{steps} I{inp} H{hidden}",
                      "ms_per_step": statistics.median(times[mode]) / steps * 1e3, "vs_cudnn_gru": ratio,
@@ -133,6 +143,9 @@ def format_rows(rows: Sequence[dict], baseline: str) -> str:
     out = [f"| cell | mode | size | ms / step | time ÷ {baseline} | MACs/token | time ratio ÷ MAC ratio | "
            "peak MiB | compile / capture s |", "|---|---|---|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
+        if "failed" in r:
+            out.append(f"| {r['cell']} | {r['mode']} | {r['size']} | failed: {r['failed']} | | | | | |")
+            continue
         peak = "n/a" if r["peak_mb"] != r["peak_mb"] else f"{r['peak_mb']:,.0f}"
         comp = "" if r["compile_s"] != r["compile_s"] else f"{r['compile_s']:.1f}"
         out.append(f"| {r['cell']} | {r['mode']} | {r['size']} | {r['ms_per_step']:.3f} | {r['vs_cudnn_gru']:.2f} | "

@@ -66,6 +66,7 @@ python -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" |
   exit 2
 }
 cd "$(dirname "$0")/.." || exit 2
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"  # scripts/ import the package from this tree, installed or not
 mkdir -p "$out"
 status=0
 { nvidia-smi; python -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, torch.cuda.get_device_name(0), torch.cuda.device_count(), 'device(s)')"; } \
