@@ -102,11 +102,13 @@ STARTUP_ALLOWANCE = 60.0
 model build, data loading (``--startup-allowance``). Measured by ``scripts/measure_startup.py`` on the project's
 2-core CPU machine under a load average of 4.5-8 (docs/compare.md): a paper-size MZU PTB char child had
 imported, built its model and loaded the data 13.6-19.9 s after its process started (the 5 cells of Table 1,
-median of 2). The default adds a margin for 5 such processes starting at once and for what a GPU adds, which was not
-measured (no GPU here): the CUDA context and the first kernels, and the sanity validation on the GPU."""
+median of 2). The default adds a margin for 5 such processes starting at once and for what a GPU adds: the CUDA
+context, compiling the step, the sanity validation. Together with :data:`TEST_SHARE` it held on an H200 (below)."""
 TEST_SHARE = 0.15
 """The share of ``--total-minutes`` kept for each run's test of its best checkpoint and for writing the report, after
-training: not measured (the test runs on the GPU), an allowance."""
+training. On one H200 (2026-11-27, docs/measured.md) the five MZU Table 1 runs of ``--total-minutes 8`` (348 s of
+training each) ended 398-464 s after the command began, 50-116 s beyond their training for start, compile, the last
+validation and the test, inside the 132 s kept; with ``--total-minutes 4.6`` (174 s) they ended after 215-265 s."""
 
 
 def time_limit_seconds(time_budget: Optional[float], total_minutes: Optional[float],
