@@ -253,3 +253,58 @@ def test_the_graphs_backend_uses_no_parameter_outside_the_capture(name: str) -> 
         assert args[0] is x
         reached = set().union(*(_parameters_reached(a) for a in args if a.grad_fn is not None))
         assert not reached & params and id(embedding.weight) in reached
+
+
+class _ReplayedGradient(torch.autograd.Function):
+    """What a replayed ``make_graphed_callables`` backward does: write the gradients into the graph's static
+    buffers and hand them on detached (a CPU stand-in: the same autograd path, without the capture)."""
+
+    buffers: dict = {}
+
+    @staticmethod
+    def forward(ctx, x, weight):  # type: ignore[override]
+        ctx.save_for_backward(x, weight)
+        return x * weight
+
+    @staticmethod
+    def backward(ctx, grad):  # type: ignore[override]
+        x, weight = ctx.saved_tensors
+        handed = []
+        for name, value in (("x", grad * weight), ("weight", (grad * x).sum(0))):
+            buffer = _ReplayedGradient.buffers.setdefault(name, torch.zeros_like(value))
+            buffer.copy_(value)
+            handed.append(buffer.detach())
+        return tuple(handed)
+
+
+def _replayed(x, weight, copying: bool):
+    from lit_rnncells.nn import graphs
+
+    out = _ReplayedGradient.apply(x, weight)
+    if copying:
+        graphs.copy_gradients_out([out])
+    return out
+
+
+@pytest.mark.parametrize("copying", [True, False])
+def test_gradients_of_a_replayed_graph_are_copies(copying: bool):
+    """``make_graphed_callables`` hands the parameters and inputs their gradients in static buffers that the next
+    replay overwrites (pytorch/pytorch#181723). Autograd kept the buffer itself as ``.grad``, so two backward passes
+    before an optimiser step (gradient accumulation) gave twice the second's gradient; and a second replay in the
+    same backward pass overwrote an input's gradient before the layer below read it. ``backend: graphs`` copies
+    them as they leave the replayed node (``copying=False`` shows what that prevents)."""
+    _ReplayedGradient.buffers.clear()
+    weight = torch.nn.Parameter(torch.tensor([1.0, 2.0, 3.0]))
+    first, second = torch.tensor([1.0, 10.0, 100.0]), torch.tensor([2.0, 20.0, 200.0])
+    for scale in (first, second):  # two backward passes before the gradient is read
+        (_replayed(torch.ones(2, 3), weight, copying) * scale).sum().backward()
+    assert torch.equal(weight.grad, 2 * (first + second)) == copying
+
+    below_second, below_first = torch.nn.Parameter(torch.ones(2, 3)), torch.nn.Parameter(torch.ones(2, 3))
+    x_second = below_second * 1.0  # made first: autograd reaches its layer after both replays
+    x_first = below_first * 1.0
+    loss = (_replayed(x_first, weight, copying) * first).sum() + (_replayed(x_second, weight, copying) * second).sum()
+    loss.backward()
+    both_right = torch.equal(below_second.grad, (second * weight.detach()).expand(2, 3)) and \
+        torch.equal(below_first.grad, (first * weight.detach()).expand(2, 3))
+    assert both_right == copying

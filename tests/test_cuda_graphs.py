@@ -4,8 +4,8 @@ For every registered cell and a user's cell (the README's), two layers, one and 
 unpadded batches, forward and backward: outputs, final state, auxiliary loss and every parameter's gradient,
 on the first call (capture) and on later calls of the same shape with other values (replay); with the recurrent
 weight gradients deferred to one product after the loop too; without gradients too; under bf16 autocast within
-bf16's tolerance; and the cache of graphs stays within its cap. Decoding steps replayed as graphs give the loop's
-hypotheses.
+bf16's tolerance; two backward passes before the gradients are read add up as the loop's; and the cache of
+graphs stays within its cap. Decoding steps replayed as graphs give the loop's hypotheses.
 
 Marked ``cuda``; skipped, with the reason, where torch sees no CUDA device (``-m cuda`` selects them).
 """
@@ -75,6 +75,19 @@ def test_graphs_with_deferred_weight_gradients_equal_the_loop(name: str, monkeyp
         for seed in (1, 2):
             x = torch.randn(3, 5, INPUT, generator=torch.Generator().manual_seed(seed)).cuda()
             _assert_same(_run(loop, x, lengths), _run(graphed, x, lengths), atol=1e-4, rtol=1e-3)
+
+
+@pytest.mark.parametrize("name", ["SatMZU", "CARU", "MinimalRNN"])
+def test_two_backward_passes_before_the_gradients_are_read_add_up_as_the_loops(name: str) -> None:
+    """Gradient accumulation: the replayed backward's static gradient buffers are copied as they leave it
+    (``graphs.copy_gradients_out``), so the second replay does not overwrite the first's ``.grad``."""
+    loop, graphed = _pair(name, bidirectional=False)
+    for model in (loop, graphed):
+        for seed in (1, 2):
+            x = torch.randn(3, 5, INPUT, generator=torch.Generator().manual_seed(seed)).cuda()
+            model(x)[0].square().sum().backward()
+    for want, got in zip(loop.parameters(), graphed.parameters()):
+        torch.testing.assert_close(got.grad, want.grad, atol=1e-4, rtol=1e-3)
 
 
 @pytest.mark.parametrize("name", ["SatMZU", "CARU", "MuFuRU", "MultiChannel(LSTM,n=4)", "MinimalRNN"])

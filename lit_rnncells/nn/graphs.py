@@ -21,7 +21,7 @@ from __future__ import annotations
 import sys
 import time
 from collections import OrderedDict
-from typing import Callable, Dict, Optional, Tuple
+from typing import Callable, Dict, Optional, Sequence, Tuple
 
 import torch
 from torch import Tensor, nn
@@ -111,6 +111,17 @@ def _graphed(cell: RecurrentCell, args: Tuple[Tensor, ...], tuple_state: bool, u
     return fn
 
 
+def copy_gradients_out(outputs: Sequence[Tensor]) -> None:
+    """The replayed backward hands its inputs and the parameters their gradients in the graph's static buffers,
+    which the next replay overwrites (pytorch/pytorch#181723): autograd kept such a buffer as a parameter's
+    ``.grad``, so two backward passes before an optimiser step (``accumulate_grad_batches``) gave twice the second's
+    gradient, and a second replay in one backward pass could overwrite an input's gradient before the layer below
+    read it. A hook on this call's node copies them as they leave it."""
+    node = next((t.grad_fn for t in outputs if t.grad_fn is not None), None)
+    if node is not None:
+        node.register_hook(lambda grad_inputs, _: tuple(None if g is None else g.clone() for g in grad_inputs))
+
+
 def graph_stats() -> Dict[str, int]:
     """How many captured loops this process holds and the memory they took when captured (bytes)."""
     return {"graphs": len(_GRAPHS), "bytes": sum(h for _, h in _GRAPHS.values())}
@@ -147,6 +158,8 @@ def run_graphed(cell: RecurrentCell, x: Tensor, state: State, mask: Optional[Ten
     with context:
         fn = _graphed(cell, args, tuple_state, use_aux, keep_precision, defer)
         # Each replay writes into the same memory: clone, so a later replay leaves this call's results alone.
-        out, aux, *final = (t.clone() for t in fn(*args))
+        replayed = fn(*args)
+        copy_gradients_out(replayed)
+        out, aux, *final = (t.clone() for t in replayed)
     final_state: State = tuple(final) if tuple_state else final[0]
     return out, final_state, aux if use_aux and cell.has_aux_loss else None
