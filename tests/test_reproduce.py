@@ -156,6 +156,7 @@ def test_the_figures_name_each_curve_as_the_table_does(tmp_path, monkeypatch):
     corner; the curves carry the table's names (``capMZU+DT``), seeds of a cell in one curve."""
     import json
 
+    from lit_rnncells.experiments import report
     from lit_rnncells.experiments import reproduce as reproduce_module
 
     exp = Experiment(name="ptb", title="PTB", config="configs/lm/ptb_char_gru.yaml",
@@ -165,7 +166,7 @@ def test_the_figures_name_each_curve_as_the_table_does(tmp_path, monkeypatch):
         result = _finished_run(tmp_path / name, cell, [3.0, 2.5, 2.2])
         result.write_text(json.dumps({**json.loads(result.read_text()), "folder": str(result.parent)}))
     drawn = {}
-    monkeypatch.setattr(reproduce_module, "plot_curves",
+    monkeypatch.setattr(report, "plot_curves",
                         lambda groups, x_key, *rest: drawn.setdefault(x_key, {k: len(v) for k, v in groups.items()}))
     reproduce_module.draw_curves(exp, tmp_path)
     assert drawn == {"step": {"capMZU+DT": 2, "GRU": 1}, "seconds": {"capMZU+DT": 2, "GRU": 1}}

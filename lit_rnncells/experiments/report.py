@@ -158,6 +158,12 @@ def plot_curves(groups: Dict[str, List[Path]], x_key: str, metric: str, title: s
     return output
 
 
+def plot_validation_curves(groups: Dict[str, List[Path]], metric: str, title: str, folder: Path) -> List[Path]:
+    """``curves_steps.png`` and ``curves_seconds.png`` in ``folder``: :func:`plot_curves` against both."""
+    return [plot_curves(groups, "step", metric, title, folder / "curves_steps.png"),
+            plot_curves(groups, "seconds", metric, title, folder / "curves_seconds.png")]
+
+
 def log_to_wandb(out: Path, config: str, rows: List[Dict[str, Any]], images: List[Path]) -> None:
     """Log the table and the PNGs as one W&B run (``job_type=compare``) unless W&B is disabled."""
     if os.environ.get("WANDB_MODE") == "disabled":

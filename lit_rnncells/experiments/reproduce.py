@@ -27,7 +27,7 @@ from .compare import (CompareError, Interrupted, Launch, Launcher, LocalLauncher
 from .compare.launchers import slurm_launcher
 from .compare.slurm_settings import add_slurm_options
 from .papers import COMPILED, GRU_PTB, LM_SMALL, MZU_PTB, NOTES, PAPERS, Experiment  # noqa: F401  (importable here)
-from .report import CURVES_FILE, RESULT_FILE, curve_groups, plot_curves, row_of
+from .report import CURVES_FILE, RESULT_FILE, curve_groups, plot_validation_curves, row_of
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -227,19 +227,13 @@ def reproduce(paper: str, out: Path, report: Optional[Path], experiments: Option
 def draw_curves(exp: Experiment, folder: Path) -> None:
     """The experiment's figures (validation against steps and against seconds) from its finished runs, each curve
     named as the report's table names it (``satMZU+DT``, not the cell's whole specification)."""
-    results = [json.loads(path.read_text()) for path in sorted(folder.glob(f"*/{RESULT_FILE}"))]
-    if not results:
-        return
     labels = {spec_label(spec): name for spec, name in exp.cells.items()}
-    grid_keys = [v.split("=", 1)[0] for v in exp.vary]
-    groups: Dict[str, List[Path]] = {}
-    for label, paths in curve_groups(results, grid_keys).items():
-        cell, _, point = label.partition(" ")
-        groups.setdefault(" ".join(filter(None, [labels.get(cell, cell), point])), []).extend(paths)
-    monitor = results[0]["monitor"]
-    title = f"{exp.config}, budget {exp.budget}: validation {monitor}"
-    plot_curves(groups, "step", monitor, title, folder / "curves_steps.png")
-    plot_curves(groups, "seconds", monitor, title, folder / "curves_seconds.png")
+    results = [json.loads(path.read_text()) for path in sorted(folder.glob(f"*/{RESULT_FILE}"))]
+    results = [{**r, "cell": labels.get(r["cell"], r["cell"])} for r in results]
+    if results:
+        monitor = results[0]["monitor"]
+        plot_validation_curves(curve_groups(results, [v.split("=", 1)[0] for v in exp.vary]), monitor,
+                               f"{exp.config}, budget {exp.budget}: validation {monitor}", folder)
 
 
 def experiment_part(paper: str, exp: Experiment, out: Path, report: Optional[Path], read_only: bool,

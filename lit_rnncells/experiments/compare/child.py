@@ -79,9 +79,12 @@ def time_limit_checkpoint():
     from ...command.callbacks import run_checkpoint
 
     class TimeLimitCheckpoint(Checkpoint):  # a Checkpoint: Lightning runs it after the run's own checkpoints
-        saved = False
         at_stop: Optional[Dict[str, Any]] = None
-        path: Optional[Path] = None
+        path: Optional[Path] = None  # where the stop's checkpoint went: set once the time limit stopped the fit
+
+        @property
+        def saved(self) -> bool:
+            return self.path is not None
 
         def on_train_batch_end(self, trainer: Any, *args: Any) -> None:
             timers = [c for c in trainer.callbacks if isinstance(c, Timer)]
@@ -92,7 +95,6 @@ def time_limit_checkpoint():
             self.path = folder / TIME_LIMIT_CHECKPOINT
             self.at_stop = trainer._checkpoint_connector.dump_checkpoint(weights_only=False)
             self._write(trainer, self.at_stop)
-            self.saved = True
             print(f"compare: the time limit stopped the run at step {trainer.global_step}; saved "
                   f"{self.path}, which the same command resumes from.", flush=True)
 

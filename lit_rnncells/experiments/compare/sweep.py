@@ -11,7 +11,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ...utils.arguments import apply_deprecated_names, option_group
 from ...utils.paths import check_output_folder
-from ..report import curve_groups, log_to_wandb, plot_curves, row_of, summary_markdown, write_csv
+from ..report import curve_groups, log_to_wandb, plot_validation_curves, row_of, summary_markdown, write_csv
 from ..param_match import cell_name
 from .planning import (Budget, CompareError, RunSpec, check_arguments, check_cell, default_monitor, mode_of,
                        parse_vary, plan)
@@ -87,8 +87,7 @@ def write_outputs(out: Path, config: str, budget: Budget, monitor: str, grid_key
     (out / "summary.md").write_text(summary_markdown(rows, config, str(budget), monitor, grid_keys))
     groups = curve_groups(results, grid_keys)
     title = f"{Path(config).parent.name}/{Path(config).name}, budget {budget}: validation {monitor}"
-    images = [plot_curves(groups, "step", monitor, title, out / "curves_steps.png"),
-              plot_curves(groups, "seconds", monitor, title, out / "curves_seconds.png")]
+    images = plot_validation_curves(groups, monitor, title, out)
     if not no_wandb:
         log_to_wandb(out, config, rows, images)
     return rows
