@@ -13,6 +13,7 @@ rounds reuse the compiled graphs) is printed apart. Needs ``$LIT_RNNCELLS_DATA``
     python scripts/bench_compile_tasks.py --quick               # tiny sizes, checks the script runs
     LIT_RNNCELLS_COMPILE_MODE=reduce-overhead python scripts/bench_compile_tasks.py --accelerator gpu
     python scripts/bench_compile_tasks.py --accelerator gpu --backend graphs --length-buckets 4
+    python scripts/bench_compile_tasks.py --accelerator gpu --backend graphs-compiled --length-buckets 4
 
 Jobs: PTB char LM with satMZU+DT and with GRU, Multi30k De-En GRU and CARU seq2seq (teacher-forced training),
 IMDB CARU document classifier.
@@ -91,7 +92,7 @@ def fit_args(job: str, full: bool, quick: bool, steps: int, root: Path, compiled
     if compiled and buckets and job in PADDED:
         group = "batching." if job in TRANSLATION else ""  # TranslationDataModule's batching group
         args += [f"--data.init_args.{group}length_buckets", str(buckets)]
-    args += ["--model.init_args.backend", backend if compiled else EAGER[job],
+    args += ["--model.init_args.backend", backend.replace("graphs-compiled", "graphs") if compiled else EAGER[job],
              "--model.init_args.lr_scheduler", "null",  # no validation here, so nothing for a plateau scheduler
              "--trainer.max_steps", str(steps), "--trainer.limit_train_batches", str(steps),
              "--trainer.limit_val_batches", "0", "--trainer.num_sanity_val_steps", "0",
@@ -137,8 +138,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--warmup", type=int, default=3, help="first steps of each fit left out of the timing")
     parser.add_argument("--rounds", type=int, default=2, help="eager/compiled fits, alternating")
     parser.add_argument("--full", action="store_true", help="the configs' own sizes")
-    parser.add_argument("--backend", default="compiled", choices=["compiled", "graphs"],
-                        help="the compared fits' backend (the baseline's: EAGER); graphs needs --accelerator gpu")
+    parser.add_argument("--backend", default="compiled", choices=["compiled", "graphs", "graphs-compiled"],
+                        help="the compared fits' backend (the baseline's: EAGER); graphs needs --accelerator gpu; "
+                             "graphs-compiled: graphs capturing the compiled step (every cell's row set to "
+                             "capture_compiled for this run)")
     parser.add_argument("--length-buckets", type=int, default=0,
                         help="with it, the compared fits of the padded jobs pad to this many length buckets")
     parser.add_argument("--quick", action="store_true", help="tiny sizes, 4 steps, 1 round")
@@ -151,6 +154,12 @@ def main(argv: Sequence[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     mode = compile_mode_header()  # or one error line and exit 2
+    if args.backend == "graphs-compiled":
+        from lit_rnncells.cells import available_cells, get_cell
+        from lit_rnncells.nn import backend
+
+        for name in available_cells():
+            backend.let_capture(get_cell(name), "cuda")
     if args.quick:
         args.steps, args.warmup, args.rounds = 4, 2, 1
     where = torch.cuda.get_device_name(0) if args.accelerator == "gpu" else f"{torch.get_num_threads()} threads"

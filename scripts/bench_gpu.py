@@ -16,6 +16,8 @@ graphs' memory pool, allocated while recording, before the peak is reset: not co
     python scripts/bench_gpu.py --backends eager graphs  # the whole loop as one CUDA graph (backend graphs)
     python scripts/bench_gpu.py --backends graphs graphs-deferred  # inside the graph, the recurrent maps'
                                 # weight gradients as one product after the loop (the backend table's `defer`)
+    python scripts/bench_gpu.py --backends graphs graphs-compiled  # inside the graph, the compiled step's fused
+                                # kernels instead of the eager step's (the table's `capture_compiled`)
     python scripts/bench_gpu.py --device cpu --size 32 100 128 256 --backends eager loop-deferred --cells GRUDT
                                 # the same deferral in the eager loop, here on CPU
 
@@ -72,18 +74,22 @@ def peak_memory_mb(fn: Callable[[], None], device: torch.device) -> float:
     return torch.cuda.max_memory_allocated(device) / 2 ** 20
 
 
-def twin_job(eager: nn.Module, x: torch.Tensor, name: str, defer: bool) -> Tuple[Callable[[], None], float]:
-    """A copy of ``eager`` under ``backend: name``, its recurrent weight gradients deferred or not (its plan
-    resolved while the backend table says so), and the seconds of its first call (graphs: the capture)."""
+def twin_job(eager: nn.Module, x: torch.Tensor, name: str, defer: bool, capture_compiled: bool = False
+             ) -> Tuple[Callable[[], None], float]:
+    """A copy of ``eager`` under ``backend: name``, its recurrent weight gradients deferred or not, capturing the
+    compiled step or the eager one (its plan resolved while the backend table says so), and the seconds of its
+    first call (graphs: the capture, and with the compiled step its compile too)."""
     twin = copy.deepcopy(eager)
     twin.backend = name
     cls, device = type(twin.cell()), x.device.type
     saved = backend.entry(cls, device)
     backend.let_defer(cls, device, defer)
+    backend.let_capture(cls, device, capture_compiled)
     try:
         twin.plans(device)
     finally:
         backend.let_defer(cls, device, saved.defer)
+        backend.let_capture(cls, device, saved.capture_compiled)
     job = train_step(twin, x)
     started = time.perf_counter()
     job()
@@ -107,12 +113,13 @@ def bench_cell(name: str, factory: Callable, size: Size, device: torch.device, r
         jobs["compiled"] = train_step(compiled, x)
     setup_s = {"eager": float("nan"), "compiled": compile_s}
     failed: Dict[str, str] = {}
-    twins = {"graphs": ("graphs", False), "graphs-deferred": ("graphs", True), "loop-deferred": ("loop", True)}
-    for mode, (backend_name, defer) in twins.items():  # graphs: captured first, the capture timed apart
+    twins = {"graphs": ("graphs", False, False), "graphs-deferred": ("graphs", True, False),
+             "graphs-compiled": ("graphs", False, True), "loop-deferred": ("loop", True, False)}
+    for mode, (backend_name, defer, capture_compiled) in twins.items():  # graphs: captured first, timed apart
         if mode not in modes:
             continue
         try:
-            jobs[mode], setup_s[mode] = twin_job(eager, x, backend_name, defer)
+            jobs[mode], setup_s[mode] = twin_job(eager, x, backend_name, defer, capture_compiled)
         except RuntimeError as err:  # e.g. a capture CUDA refuses: that row says so, the others are timed
             failed[mode] = str(err).strip().splitlines()[0][:160]
             print(f"bench_gpu: {name} {mode} failed: {failed[mode]}", file=sys.stderr, flush=True)
@@ -160,11 +167,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--cells", nargs="+", default=list(CELLS), choices=list(CELLS))
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--backends", nargs="+", default=["eager", "compiled"],
-                        choices=["eager", "compiled", "graphs", "graphs-deferred", "loop-deferred"],
+                        choices=["eager", "compiled", "graphs", "graphs-deferred", "graphs-compiled",
+                                 "loop-deferred"],
                         help="what to time beside cuDNN's GRU: eager (the layer's auto backend), compiled, graphs "
                              "(the whole loop as CUDA graphs; CUDA only), graphs-deferred (graphs with the recurrent "
-                             "maps' weight gradients as one product after the loop), loop-deferred (the eager step "
-                             "loop with those; any device); default eager compiled")
+                             "maps' weight gradients as one product after the loop), graphs-compiled (graphs of the "
+                             "compiled step's fused kernels), loop-deferred (the eager step loop with deferred "
+                             "weight gradients; any device); default eager compiled")
     parser.add_argument("--tiny", action="store_true", help=f"every cell at B, T, I, H = {TINY}, 1 round")
     parser.add_argument("--size", nargs=4, type=int, metavar=("B", "T", "I", "H"),
                         help="every cell at this batch, length, input and hidden size (default: each its paper's)")
@@ -174,7 +183,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("error: no CUDA device is visible to torch; pass --device cpu to run on the CPU", file=sys.stderr)
         return 2
     if any(b.startswith("graphs") for b in args.backends) and device.type != "cuda":
-        print("error: --backends graphs and graphs-deferred need a CUDA device; drop them or use --device cuda",
+        print("error: --backends graphs, graphs-deferred and graphs-compiled need a CUDA device; drop them or use "
+              "--device cuda",
               file=sys.stderr)
         return 2
     mode = compile_mode_header()  # or one error line and exit 2

@@ -222,6 +222,62 @@ def test_the_body_the_graphs_backend_captures_is_the_loop(name: str, defer: bool
             torch.testing.assert_close(a, b)
 
 
+def test_graphs_capture_the_compiled_step_only_where_the_table_says() -> None:
+    """Every row captures the eager step today (the capture checked exact on a GPU); a row with
+    ``capture_compiled`` captures the compiled one, where a compiled step pays, never deferred, and says so."""
+    for name in available_cells():
+        assert resolve(get_cell(name), "graphs", "cuda").captured == "loop"
+    satmzu = get_cell("SatMZU")
+    saved = dict(backend.TABLE)
+    try:
+        backend.let_defer(satmzu, "cuda")
+        backend.let_capture(satmzu, "cuda")
+        plan = resolve(satmzu, "graphs", "cuda")
+        assert plan.captured == "compiled" and not plan.defer
+        assert "the compiled step inside the capture" in backend.describe(plan)
+        assert resolve(satmzu, "compiled", "cuda").step == "compiled"  # other backends as before
+        mgu = get_cell("MGU")
+        backend.TABLE[("MGU", "cuda")] = backend.Entry("loop", compiled_pays=False, capture_compiled=True)
+        assert resolve(mgu, "graphs", "cuda").captured == "loop"
+    finally:
+        backend.TABLE.clear()
+        backend.TABLE.update(saved)
+
+
+class _CapturedNewcomer(_Newcomer):
+    """A class of its own, so its compiled step is built by this test."""
+
+
+@pytest.mark.parametrize("cls", [_CapturedNewcomer, get_cell("GRUDT")])
+def test_the_compiled_body_the_graphs_backend_captures_is_the_loop(cls, monkeypatch) -> None:
+    """With the table's ``capture_compiled``, the captured body runs the compiled step, compiled in torch's
+    default mode even where ``$LIT_RNNCELLS_COMPILE_MODE`` asks for CUDA graphs of its own (they cannot record
+    inside the whole loop's capture), and gives the loop's values and gradients (CPU here: the capture itself is
+    tests/test_cuda_graphs.py's)."""
+    from lit_rnncells.nn import compiled as compiled_module
+    from lit_rnncells.nn.graphs import _WholeLoop
+    from lit_rnncells.nn.recurrent import run_cell
+
+    monkeypatch.setenv(compiled_module.MODE_VARIABLE, "reduce-overhead")
+    torch.manual_seed(0)
+    cell = cls(INPUT, HIDDEN)
+    x = torch.randn(5, 3, INPUT)
+    mask = torch.arange(5).unsqueeze(1) < torch.tensor([5, 2, 4]).unsqueeze(0)
+    state = cell.initial_state(3)
+    want_out, want_state, _ = run_cell(cell, x, state, mask, plan=resolve(cls, "loop", "cpu"))
+    calls = compiled_module.compiled_calls()
+    body = _WholeLoop(cell, False, False, False, defer=False, compiled=True)
+    out, aux, final = body(x, mask, state)
+    assert compiled_module.compiled_calls() - calls == 4  # steps 2-5: the first, from a constant state, is eager
+    assert (cls, None) in compiled_module._COMPILED and (cls, "reduce-overhead") not in compiled_module._COMPILED
+    torch.testing.assert_close(out, want_out, atol=2e-5, rtol=1e-4)
+    torch.testing.assert_close(final, want_state, atol=2e-5, rtol=1e-4)
+    want_grads = torch.autograd.grad(want_out.square().sum(), list(cell.parameters()))
+    grads = torch.autograd.grad(out.square().sum(), list(cell.parameters()))
+    for a, b in zip(grads, want_grads):
+        torch.testing.assert_close(a, b, atol=2e-5, rtol=1e-4)
+
+
 def _parameters_reached(tensor: torch.Tensor) -> set:
     """The leaves ``tensor``'s autograd graph reaches (ids of the tensors its AccumulateGrad nodes hold)."""
     seen, found, todo = set(), set(), [tensor.grad_fn]

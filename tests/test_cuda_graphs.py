@@ -3,15 +3,17 @@
 For every registered cell and a user's cell (the README's), two layers, one and two directions, padded and
 unpadded batches, forward and backward: outputs, final state, auxiliary loss and every parameter's gradient,
 on the first call (capture) and on later calls of the same shape with other values (replay); with the recurrent
-weight gradients deferred to one product after the loop too; without gradients too; under bf16 autocast within
-bf16's tolerance; two backward passes before the gradients are read add up as the loop's; and the cache of
-graphs stays within its cap. Decoding steps replayed as graphs give the loop's hypotheses.
+weight gradients deferred to one product after the loop too; with the compiled step's kernels inside the
+capture too; without gradients too; under bf16 autocast within bf16's tolerance; two backward passes before the
+gradients are read add up as the loop's; and the cache of graphs stays within its cap. Decoding steps replayed
+as graphs give the loop's hypotheses.
 
 Marked ``cuda``; skipped, with the reason, where torch sees no CUDA device (``-m cuda`` selects them).
 """
 from __future__ import annotations
 
 import copy
+import dataclasses
 
 import pytest
 import torch
@@ -75,6 +77,27 @@ def test_graphs_with_deferred_weight_gradients_equal_the_loop(name: str, monkeyp
         for seed in (1, 2):
             x = torch.randn(3, 5, INPUT, generator=torch.Generator().manual_seed(seed)).cuda()
             _assert_same(_run(loop, x, lengths), _run(graphed, x, lengths), atol=1e-4, rtol=1e-3)
+
+
+@pytest.mark.parametrize("name", ["SatMZU(L=2,shared,LN,regular_gate)", "CapMZU", "GcnMZU", "GRUDT(L=1,LN)", "CARU",
+                                  "MuFuRU", "MultiChannel(LSTM,n=4)", "MinimalRNN"])
+def test_graphs_of_the_compiled_step_equal_the_loop(name: str, monkeypatch, capsys) -> None:
+    """Inside the capture, the compiled step's fused kernels (the table's ``capture_compiled``, compiled in torch's
+    default mode during the capture's warm-up): the loop's outputs and every gradient within float rounding, on
+    capture and on replay, padded and not."""
+    from lit_rnncells.nn import backend
+
+    loop, graphed = _pair(name, bidirectional=False)
+    loop.plans("cuda")
+    cls = type(graphed.cell())
+    monkeypatch.setitem(backend.TABLE, (backend._row_name(cls), "cuda"),
+                        dataclasses.replace(backend.entry(cls, "cuda"), capture_compiled=True))
+    assert all(p.captured == "compiled" for p in graphed.plans("cuda"))
+    for lengths in (None, torch.tensor([5, 2, 4], device="cuda")):
+        for seed in (1, 2):
+            x = torch.randn(3, 5, INPUT, generator=torch.Generator().manual_seed(seed)).cuda()
+            _assert_same(_run(loop, x, lengths), _run(graphed, x, lengths), atol=1e-4, rtol=1e-3)
+    assert f"captured {cls.__name__} (compiled step)" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("name", ["SatMZU", "CARU", "MinimalRNN"])

@@ -102,10 +102,10 @@ def test_bench_gpu_a_backend_that_fails_is_one_row_and_the_others_are_timed(monk
     spec.loader.exec_module(bench)
     real = bench.twin_job
 
-    def twin_job(eager, x, name, defer):
+    def twin_job(eager, x, name, defer, capture_compiled=False):
         if type(eager.cell()).__name__ == "CARU":
             raise RuntimeError("CUDA error: dependency created on uncaptured work in another stream\nmore")
-        return real(eager, x, name, defer)
+        return real(eager, x, name, defer, capture_compiled)
 
     monkeypatch.setattr(bench, "twin_job", twin_job)
     assert bench.main(["--device", "cpu", "--tiny", "--cells", "CARU", "GRU", "--backends", "eager",
@@ -118,12 +118,12 @@ def test_bench_gpu_a_backend_that_fails_is_one_row_and_the_others_are_timed(monk
 
 
 def test_bench_gpu_refuses_the_graphs_rows_without_cuda_in_one_line():
-    for backends in (["graphs"], ["eager", "graphs-deferred"]):
+    for backends in (["graphs"], ["eager", "graphs-deferred"], ["graphs-compiled"]):
         result = subprocess.run([sys.executable, "scripts/bench_gpu.py", "--device", "cpu", "--tiny", "--backends",
                                  *backends], cwd=ROOT, capture_output=True, text=True, timeout=600)
         assert result.returncode == 2 and result.stdout == ""
-        assert result.stderr == ("error: --backends graphs and graphs-deferred need a CUDA device; drop them or use "
-                                 "--device cuda\n")
+        assert result.stderr == ("error: --backends graphs, graphs-deferred and graphs-compiled need a CUDA device; "
+                                 "drop them or use --device cuda\n")
 
 
 def test_bench_gpu_refuses_an_unknown_compile_mode_in_one_line():
@@ -289,6 +289,10 @@ def test_gpu_check_names_an_unknown_stage_before_anything_runs(tmp_path):
     assert result.returncode == 2 and result.stderr.startswith("error: unknown stage 'cell'; pick from: tests cells")
     assert "padded" in result.stderr
     assert result.stderr.count("\n") == 1 and not (tmp_path / "new").exists()
+    result = subprocess.run(["bash", "scripts/gpu_check.sh", str(tmp_path / "new"), "reproduce-caru+whole-test"],
+                            cwd=ROOT, capture_output=True, text=True, timeout=60)  # a stage of a group run at once
+    assert result.returncode == 2 and result.stderr.startswith("error: unknown stage 'whole-test'; pick from:")
+    assert not (tmp_path / "new").exists()
 
 
 def test_gpu_check_names_a_bad_stage_limit_before_anything_runs(tmp_path):
@@ -322,7 +326,7 @@ def test_every_gpu_check_stage_command_parses_its_options_here():
     named = (ROOT / "scripts" / "gpu_check.sh").read_text().split('STAGES="', 1)[1].split('"', 1)[0].split()
     assert sorted(stages) == sorted(named)
     for stage, cmd in stages.items():
-        words = shlex.split(cmd.replace("env $graphs ", "").replace("$out", "results"))
+        words = shlex.split(cmd.replace("env $graphs ", "").replace("$out", "results").replace("$minutes", "8"))
         if words[:3] == ["python", "-m", "pytest"]:
             assert (ROOT / words[3]).is_file(), stage
             continue

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Dict, Optional, Set, Tuple
 
 import torch
@@ -39,11 +39,15 @@ class Entry:
     whether the eager step (``loop``, and ``graphs``, which captures it) defers the recurrent maps' weight
     gradients to one product after the loop (:mod:`lit_rnncells.cells.deferred`). ``defer`` is off everywhere:
     eagerly on CPU it measured 0.97-1.07 of the plain loop's time (commit 130bf2d), and inside a CUDA graph
-    it waits for ``scripts/bench_gpu.py --backends graphs graphs-deferred`` (docs/measured.md)."""
+    it waits for ``scripts/bench_gpu.py --backends graphs graphs-deferred`` (docs/measured.md).
+    ``capture_compiled``: ``graphs`` captures the compiled step (Inductor's fused kernels, in torch's default
+    mode) instead of the eager one, where ``compiled_pays`` too. Off everywhere until ``scripts/bench_gpu.py
+    --backends graphs graphs-compiled`` measures it faster: the eager capture is the one checked exact on a GPU."""
 
     auto: str
     compiled_pays: bool = True
     defer: bool = False
+    capture_compiled: bool = False
 
 
 # (cell class name, device type) -> Entry. Every figure cited is in docs/measured.md.
@@ -125,14 +129,21 @@ def let_compile(cls: type, device_type: str = "cpu") -> None:
     """Let a ``compiled`` request compile ``cls``'s step on ``device_type`` although the table says it measured
     slower (benchmark scripts' ``--force-compile``, to show why)."""
     row = entry(cls, device_type)
-    TABLE[(_row_name(cls), device_type)] = Entry(row.auto, True, row.defer)
+    TABLE[(_row_name(cls), device_type)] = replace(row, compiled_pays=True)
 
 
 def let_defer(cls: type, device_type: str = "cuda", defer: bool = True) -> None:
     """Set whether the eager step (``loop``, ``graphs``) defers ``cls``'s recurrent weight gradients on
     ``device_type`` (benchmarks time both; a layer keeps the plans it resolved first)."""
     row = entry(cls, device_type)
-    TABLE[(_row_name(cls), device_type)] = Entry(row.auto, row.compiled_pays, defer)
+    TABLE[(_row_name(cls), device_type)] = replace(row, defer=defer)
+
+
+def let_capture(cls: type, device_type: str = "cuda", compiled: bool = True) -> None:
+    """Set whether ``graphs`` captures ``cls``'s compiled step on ``device_type`` rather than its eager one
+    (benchmarks time both; a layer keeps the plans it resolved first)."""
+    row = entry(cls, device_type)
+    TABLE[(_row_name(cls), device_type)] = replace(row, capture_compiled=compiled)
 
 
 def has_fused_kernel(cls: type) -> bool:
@@ -185,6 +196,7 @@ class Plan:
     step: str  # the loop's body: "loop", "compiled" or "graphs"
     note: str = ""
     defer: bool = False  # the eager step's recurrent weight gradients as one product after the loop
+    captured: str = "loop"  # what a graphs step captures: the eager step ("loop") or the compiled one
 
 
 def resolve(cls: type, backend: str, device_type: str) -> Plan:
@@ -205,8 +217,9 @@ def resolve(cls: type, backend: str, device_type: str) -> Plan:
         if device_type != "cuda":
             raise ValueError(f"backend='graphs' needs a CUDA device; this layer runs on {device_type}: use "
                              "backend auto, loop or compiled there")
+        compiled = row.capture_compiled and row.compiled_pays
         return Plan(cls.__name__, device_type, "graphs", kernel_first, kernel_first and packed_ok, "graphs",
-                    defer=row.defer)
+                    defer=row.defer and not compiled, captured="compiled" if compiled else "loop")
     if not row.compiled_pays:
         return Plan(cls.__name__, device_type, "fused" if kernel_first else "loop", kernel_first,
                     kernel_first and packed_ok, "loop", defer=row.defer,
@@ -222,6 +235,8 @@ def describe(plan: Plan, detail: str = "") -> str:
     if plan.step == "graphs":
         what += (" (whole sequence: one CUDA graph per batch size and length, a capped number kept; the DataModules'"
                  " length_buckets bound the lengths)") if not plan.fused else " (the fused kernel where it applies)"
+        if plan.captured == "compiled":
+            what += " (the compiled step inside the capture)"
     if plan.defer:
         what += " (recurrent weight gradients as one product after the loop)"
     if plan.note:

@@ -63,10 +63,13 @@ def use_compiled(cell: RecurrentCell, device: torch.device) -> bool:
     return entry(type(cell), torch.device(device).type).compiled_pays
 
 
-def compiled_step(cell: RecurrentCell) -> StepFn:
-    """The compiled loop body for ``cell``'s class (built on first use, shared by all its instances)."""
+def compiled_step(cell: RecurrentCell, in_capture: bool = False) -> StepFn:
+    """The compiled loop body for ``cell``'s class (built on first use, shared by all its instances).
+    ``in_capture``: for a loop that ``backend: graphs`` captures whole (:mod:`.graphs`), compiled in torch's
+    default mode whatever ``$LIT_RNNCELLS_COMPILE_MODE`` says: a mode that records its own CUDA graphs cannot
+    record inside another capture."""
     cls = type(cell)
-    mode = compile_mode()
+    mode = None if in_capture else compile_mode()
     fn = _COMPILED.get((cls, mode))
     if fn is None:
         body = _fresh_copy(_step, f"step_{cls.__name__}")

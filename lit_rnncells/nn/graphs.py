@@ -9,7 +9,11 @@ shapes few with the DataModules' ``length_buckets``. Graphs are kept in a capped
 least recently used dropped first); each capture prints the count and the memory the graphs hold.
 
 Inside the capture runs the eager loop (:func:`~lit_rnncells.nn.loop.run_loop`), so values are the loop's
-exactly. The loop reads no value back to the host (the mask is a tensor, every step masked), so it captures.
+exactly; or, where the backend table's row says ``capture_compiled``, the same loop through the compiled step
+(:mod:`.compiled`, torch's default mode): Inductor's fused kernels, a few per step instead of one per operation,
+replayed without a launch from Python each. The capture's warm-up runs (three, on a side stream) compile it, so
+no compiling happens while capturing. The loop reads no value back to the host (the mask is a tensor, every step
+masked), so it captures.
 No parameter is used outside the capture: a parameter both the projection and the step use (a shared deep
 transition's bias, GRUDT's and the MZUs') would get gradients from the default stream and the capture's, which
 torch 2.11 refused on an H200 (``cudaErrorStreamCaptureImplicit``, docs/measured.md).
@@ -27,6 +31,7 @@ import torch
 from torch import Tensor, nn
 
 from ..cells.base import RecurrentCell, State
+from .compiled import compiled_step
 from .loop import run_loop
 
 MAX_GRAPHS = 32
@@ -40,14 +45,16 @@ class _WholeLoop(nn.Module):
     *final)``."""
 
     def __init__(self, cell: RecurrentCell, tuple_state: bool, use_aux: bool, keep_precision: bool,
-                 defer: bool) -> None:
+                 defer: bool, compiled: bool = False) -> None:
         super().__init__()
         self.cell = cell
         self.tuple_state, self.use_aux, self.keep_precision, self.defer = tuple_state, use_aux, keep_precision, defer
+        self.step = compiled_step(cell, in_capture=True) if compiled else None
 
     def forward(self, x: Tensor, mask: Tensor, *leaves: Tensor) -> Tuple[Tensor, ...]:
         state: State = tuple(leaves) if self.tuple_state else leaves[0]
-        out, final, aux = run_loop(self.cell, x, state, mask, self.use_aux, self.keep_precision, defer=self.defer)
+        out, final, aux = run_loop(self.cell, x, state, mask, self.use_aux, self.keep_precision, self.step,
+                                   defer=self.defer)
         aux = out.new_zeros(()) if aux is None else aux
         return (out, aux, *(final if isinstance(final, tuple) else (final,)))
 
@@ -74,17 +81,18 @@ def _capture_forward(loop: _WholeLoop, args: Tuple[Tensor, ...]) -> Callable:
     return replay
 
 
-def _key(cell: RecurrentCell, args: Tuple[Tensor, ...], use_aux: bool, keep_precision: bool, defer: bool) -> tuple:
+def _key(cell: RecurrentCell, args: Tuple[Tensor, ...], use_aux: bool, keep_precision: bool, defer: bool,
+         compiled: bool) -> tuple:
     autocast = torch.is_autocast_enabled("cuda")
-    return (id(cell), cell.training, torch.is_grad_enabled(), use_aux, keep_precision, defer,
+    return (id(cell), cell.training, torch.is_grad_enabled(), use_aux, keep_precision, defer, compiled,
             autocast and torch.get_autocast_dtype("cuda"),
             tuple((tuple(a.shape), a.dtype, a.requires_grad, a.device) for a in args))
 
 
 def _graphed(cell: RecurrentCell, args: Tuple[Tensor, ...], tuple_state: bool, use_aux: bool,
-             keep_precision: bool, defer: bool) -> Callable:
+             keep_precision: bool, defer: bool, compiled: bool) -> Callable:
     """The cached replay function for this call's shape, captured on first sight."""
-    key = _key(cell, args, use_aux, keep_precision, defer)
+    key = _key(cell, args, use_aux, keep_precision, defer, compiled)
     hit = _GRAPHS.get(key)
     if hit is not None:
         _GRAPHS.move_to_end(key)
@@ -93,7 +101,7 @@ def _graphed(cell: RecurrentCell, args: Tuple[Tensor, ...], tuple_state: bool, u
         _GRAPHS.popitem(last=False)
     torch.cuda.synchronize()
     before, started = torch.cuda.memory_reserved(), time.perf_counter()
-    loop = _WholeLoop(cell, tuple_state, use_aux, keep_precision, defer).train(cell.training)
+    loop = _WholeLoop(cell, tuple_state, use_aux, keep_precision, defer, compiled).train(cell.training)
     if torch.is_grad_enabled():
         # Fresh tensors become the graph's static inputs (the real ones are copied in at each call), so the
         # capture and its warm-up runs stay out of the caller's autograd graph.
@@ -104,8 +112,9 @@ def _graphed(cell: RecurrentCell, args: Tuple[Tensor, ...], tuple_state: bool, u
     torch.cuda.synchronize()
     held = max(torch.cuda.memory_reserved() - before, 0)
     _GRAPHS[key] = (fn, held)
-    print(f"recurrence graphs: captured {type(cell).__name__} at batch {args[0].shape[1]}, length "
-          f"{args[0].shape[0]}{'' if torch.is_grad_enabled() else ', no gradients'} in "
+    what = f"{type(cell).__name__}{' (compiled step)' if compiled else ''}"
+    print(f"recurrence graphs: captured {what} at batch {args[0].shape[1]}, length {args[0].shape[0]}"
+          f"{'' if torch.is_grad_enabled() else ', no gradients'} in "
           f"{time.perf_counter() - started:.1f} s; {len(_GRAPHS)} held (at most {MAX_GRAPHS}), "
           f"{sum(h for _, h in _GRAPHS.values()) / 2**20:.0f} MiB", file=sys.stderr, flush=True)
     return fn
@@ -142,10 +151,12 @@ def graph_inputs(x: Tensor, state: State, mask: Optional[Tensor]) -> Tuple[Tenso
 
 
 def run_graphed(cell: RecurrentCell, x: Tensor, state: State, mask: Optional[Tensor], use_aux: bool,
-                keep_precision: bool, defer: bool = False) -> Tuple[Tensor, State, Optional[Tensor]]:
+                keep_precision: bool, defer: bool = False, compiled: bool = False
+                ) -> Tuple[Tensor, State, Optional[Tensor]]:
     """:func:`~lit_rnncells.nn.recurrent.run_cell`'s loop as a replayed CUDA graph; the same values.
     ``defer``: inside the capture the recurrent maps' weight gradients are one product after the loop
-    (:mod:`lit_rnncells.cells.deferred`), whose Python autograd nodes run once, at capture."""
+    (:mod:`lit_rnncells.cells.deferred`), whose Python autograd nodes run once, at capture. ``compiled``: the
+    capture holds the compiled step's kernels (equal to the loop's values within float rounding)."""
     if x.device.type != "cuda":
         raise ValueError(f"backend='graphs' needs a CUDA device; this layer runs on {x.device.type}: use backend "
                          "auto, loop or compiled there")
@@ -156,7 +167,7 @@ def run_graphed(cell: RecurrentCell, x: Tensor, state: State, mask: Optional[Ten
     context = torch.autocast("cuda", dtype=torch.get_autocast_dtype("cuda"), cache_enabled=False) if autocast \
         else torch.autocast("cuda", enabled=False)
     with context:
-        fn = _graphed(cell, args, tuple_state, use_aux, keep_precision, defer)
+        fn = _graphed(cell, args, tuple_state, use_aux, keep_precision, defer, compiled)
         # Each replay writes into the same memory: clone, so a later replay leaves this call's results alone.
         replayed = fn(*args)
         copy_gradients_out(replayed)

@@ -63,7 +63,7 @@ def run_cell(cell: RecurrentCell, x: Tensor, state: State, mask: Optional[Tensor
             # As from the step loop: outputs and state in the state's precision, not the kernel's half precision.
             return _as_dtype_of(fused[0], cell.output(state)), map_state(_as_dtype_of, fused[1], state), None
     if plan.step == "graphs" and x.shape[0] > 0:
-        return run_graphed(cell, x, state, mask, use_aux, keep_precision, plan.defer)
+        return run_graphed(cell, x, state, mask, use_aux, keep_precision, plan.defer, plan.captured == "compiled")
     compiled = plan.step == "compiled" and x.shape[0] > 0
     return run_loop(cell, x, state, mask, use_aux, keep_precision, compiled_step(cell) if compiled else None,
                     defer=plan.defer)
