@@ -62,6 +62,17 @@ def test_the_ordering_verdict_compares_best_first_in_the_metric_direction(lower,
     assert ("does **not** show" in verdict) == (not shows)
 
 
+def test_cells_level_as_printed_are_not_ordered():
+    """Means equal to the table's precision (a tiny run's BLEU of 0 for every cell) are level, not an ordering."""
+    exp = _exp(lower_is_better=False, paper={"GRU": 1.0, "MuFuRU": 2.0, "MGU": 0.5})
+    level = ordering_verdict(summarise([_row("GRU", 1, 0.0), _row("MuFuRU", 1, 0.0), _row("MGU", 1, 0.0)], exp), exp)
+    assert "Ours: GRU = MuFuRU = MGU." in level and "does **not** show" in level
+    close = ordering_verdict(summarise([_row("GRU", 1, 0.5001), _row("MuFuRU", 1, 0.50049), _row("MGU", 1, 0.1)],
+                                       exp), exp)
+    # sorted as the paper orders them (MuFuRU > GRU > MGU), but the first two print alike: not shown
+    assert "Ours: MuFuRU = GRU > MGU." in close and "does **not** show" in close
+
+
 def test_without_numbers_the_papers_claimed_best_cell_is_checked():
     exp = _exp(paper={"GRU": None, "MuFuRU": None}, claimed_best="MuFuRU")
     shows = ordering_verdict(summarise([_row("GRU", 1, 0.5), _row("MuFuRU", 1, 0.9)], exp), exp)

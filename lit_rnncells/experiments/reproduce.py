@@ -88,11 +88,14 @@ def ordering_verdict(entries: List[Dict[str, Any]], exp: Experiment) -> str:
         verdict = "**shows**" if ours and ours[0] == exp.claimed_best else "does **not** show"
         return (f"Paper: {exp.claimed_best} best (no numbers in the text). Ours, best first: {', '.join(ours)}. "
                 f"The paper's claim {verdict} at this budget.")
-    ours = ordering([e for e in entries if e["cell"] in paper_order], "mean", exp.lower_is_better)
+    compared = [e for e in entries if e["cell"] in paper_order]
+    ours = ordering(compared, "mean", exp.lower_is_better)
     sign = " < " if exp.lower_is_better else " > "
-    verdict = "**shows**" if ours == paper_order else "does **not** show"
-    return (f"Paper: {sign.join(paper_order)}. Ours: {sign.join(ours)}. The paper's ordering {verdict} at this "
-            "budget.")
+    shown = {e["cell"]: fmt(e["mean"]) for e in compared}
+    level = [shown[a] == shown[b] for a, b in zip(ours, ours[1:])]  # equal as printed: no order between them
+    text = ours[0] + "".join((" = " if tie else sign) + name for name, tie in zip(ours[1:], level)) if ours else ""
+    verdict = "**shows**" if ours == paper_order and not any(level) else "does **not** show"
+    return f"Paper: {sign.join(paper_order)}. Ours: {text}. The paper's ordering {verdict} at this budget."
 
 
 def fmt(value: Optional[float], std: Optional[float] = None) -> str:
