@@ -92,7 +92,8 @@ def fit_args(job: str, full: bool, quick: bool, steps: int, root: Path, compiled
     if compiled and buckets and job in PADDED:
         group = "batching." if job in TRANSLATION else ""  # TranslationDataModule's batching group
         args += [f"--data.init_args.{group}length_buckets", str(buckets)]
-    args += ["--model.init_args.backend", backend.replace("graphs-compiled", "graphs") if compiled else EAGER[job],
+    layer_backend = "graphs" if backend == "graphs-compiled" else backend  # the table's capture_compiled does the rest
+    args += ["--model.init_args.backend", layer_backend if compiled else EAGER[job],
              "--model.init_args.lr_scheduler", "null",  # no validation here, so nothing for a plateau scheduler
              "--trainer.max_steps", str(steps), "--trainer.limit_train_batches", str(steps),
              "--trainer.limit_val_batches", "0", "--trainer.num_sanity_val_steps", "0",
