@@ -48,7 +48,7 @@ def _fit(args: List[str], root: Path, steps: int = 4) -> str:
 
 @pytest.fixture(scope="module")
 def checkpoints(data: Path, tmp_path_factory: pytest.TempPathFactory) -> Dict[str, str]:
-    """A GRU RNNSearch, an MC-RNN-3 RNNSearch (both Multi30k De-En) and an MC-RNN-3 word LM (PTB), tiny."""
+    """A GRU RNNSearch, a GRU encoder-decoder without attention, an MC-RNN-3 RNNSearch (both Multi30k De-En) and an MC-RNN-3 word LM (PTB), tiny."""
     base, cache = tmp_path_factory.mktemp("analysis_s2s"), str(tmp_path_factory.mktemp("analysis_cache"))
     s2s = ["--model.init_args.dropout", "0.0", "--model.init_args.eval_metrics", "[]",  # no decoding in fit
            "--data.init_args.dataset", "multi30k",
@@ -58,6 +58,8 @@ def checkpoints(data: Path, tmp_path_factory: pytest.TempPathFactory) -> Dict[st
     torch.manual_seed(0)
     return {
         "gru": _fit(["--config", str(ROOT / "configs/seq2seq/multi30k_de_en_gru.yaml"), *s2s], base / "gru"),
+        "plain": _fit(["--config", str(ROOT / "configs/seq2seq/multi30k_de_en_gru.yaml"), *s2s,
+                       "--model.init_args.attention", "none"], base / "plain"),
         "mc": _fit(["--config", str(ROOT / "configs/seq2seq/iwslt14_de_en_mcrnn3.yaml"), *s2s], base / "mc"),
         "lm": _fit(["--config", str(ROOT / "configs/lm/ptb_word_mcrnn3.yaml"), "--data.init_args.data_dir",
                     str(data / "ptb"), "--data.init_args.batch_size", "4", "--data.init_args.eval_batch_size", "4",
@@ -113,6 +115,9 @@ def test_alignment_command_and_its_errors(checkpoints: Dict[str, str], tmp_path:
     assert "holds a LanguageModel" in err and "Seq2Seq" in err
     err = _error(capsys, ["alignment", "--ckpt_path", checkpoints["gru"], "--source", "  ", "--output", str(out)])
     assert "empty" in err
+    err = _error(capsys, ["alignment", "--ckpt_path", checkpoints["plain"], "--source", SENTENCE, "--output",
+                          str(out)])
+    assert "without attention (attention: none)" in err and "attentional model" in err
 
 
 # --- MC-RNN Fig. 3 -------------------------------------------------------------------------------------

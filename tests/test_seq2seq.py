@@ -20,7 +20,8 @@ CELLS = [dict(cell="GRU"), dict(cell="LSTM"), dict(cell=MCRNN_LSTM), dict(cell="
          dict(encoder_cell="GRU", decoder_cell="LSTM"), dict(encoder_cell=MCRNN_LSTM, decoder_cell="MGU"),
          dict(cell="GRU", attentional_layer=False), dict(cell="LSTM", attentional_layer=False, attention="general"),
          dict(cell="GRU", attentional_layer=False, attention_query="before"),
-         dict(cell=MCRNN_LSTM, attention_query="before")]
+         dict(cell=MCRNN_LSTM, attention_query="before"), dict(cell="CARU", attention="none"),
+         dict(cell="GRU", attention="none", attentional_layer=False), dict(cell=MCRNN_LSTM, attention="none")]
 
 
 def make(dtype=torch.float64, **kw: Any) -> Seq2Seq:
@@ -407,3 +408,38 @@ def test_bahdanau_query_attends_with_the_state_before_the_step() -> None:
     torch.testing.assert_close(out[:, 8:18], expected)
     with pytest.raises(ValueError, match="Unknown attention_query"):
         make(attention_query="during")
+
+
+def test_without_attention_the_source_reaches_the_decoder_through_the_bridge_alone() -> None:
+    """attention none (the CARU paper's plain Seq2Seq): the first decoder cell reads the embedding alone, the softmax
+    [s_t; E y_{t-1}]; without the bridge the target's scores do not depend on the source at all."""
+    model = make(attention="none", attentional_layer=False, cell="CARU").eval()
+    assert model.attention is None and model.decoder_cells[0].input_size == 6
+    assert model.generator.in_features == 8 + 6
+    batch, other = pairs([4, 6], [3, 2]), pairs([7, 2], [3, 2], seed=1)
+    other["target"] = batch["target"]
+    with torch.no_grad():
+        logits, _ = model(batch["source"], batch["source_lengths"], batch["target"])
+        moved, _ = model(other["source"], other["source_lengths"], other["target"])
+    assert (logits - moved).abs().max() > 1e-3  # the bridge carries the source
+    unbridged = make(attention="none", bridge=False).eval()
+    with torch.no_grad():
+        logits, _ = unbridged(batch["source"], batch["source_lengths"], batch["target"])
+        moved, _ = unbridged(other["source"], other["source_lengths"], other["target"])
+    torch.testing.assert_close(logits, moved)
+    # the output layer reads the state and the previous target embedding, and nothing is fed back
+    enc = model.encode(batch["source"], batch["source_lengths"])
+    state = model.initial_decoder_state(enc)
+    embedded, embedded_out = model._embed_target(batch["target"][:, 0])
+    out, (layers, feed), weights, _ = model._decoder_step(embedded, embedded_out, state, enc)
+    assert feed.shape == (2, 0) and weights.shape == enc.memory.shape[:2] and not weights.any()
+    torch.testing.assert_close(out, torch.cat([model.decoder_cells[0].output(layers[0]), embedded], -1))
+    hypotheses = model.translate(batch["source"], batch["source_lengths"])
+    assert all(h[0].attention is not None and not h[0].attention.any() for h in hypotheses)
+
+
+def test_without_attention_the_attention_query_is_refused() -> None:
+    with pytest.raises(ValueError, match="attention_query has no effect without attention"):
+        make(attention="none", attention_query="before")
+    with pytest.raises(ValueError, match="Unknown attention 'bahdanau'.*or none"):
+        make(attention="bahdanau")

@@ -67,6 +67,9 @@ def run(args: argparse.Namespace) -> Dict[str, Any]:
     if args.beam_size < 1:
         raise ValueError(f"--beam_size must be 1 (greedy) or more, got {args.beam_size}.")
     model, checkpoint = load_task(args.ckpt_path, Seq2Seq)
+    if model.attention is None:
+        raise ValueError(f"{args.ckpt_path} is a Seq2Seq without attention (attention: none), so it has no "
+                         "alignment to draw; pass a checkpoint of an attentional model.")
     src_tok, tgt_tok = translation_tokenizers(checkpoint)
     model.set_tokenizers(src_tok, tgt_tok)
     ids = source_ids(src_tok, args.source)

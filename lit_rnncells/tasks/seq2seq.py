@@ -16,6 +16,11 @@ Translate"), the MC-RNN paper's Baseline-RNN (Xu et al., AAAI 2019, §4) and CAR
   outputs: additive by default (Bahdanau's score), Luong dot / general. The query is the state after
   the step, as in Luong's input-feeding model (the OpenNMT-py default), not Bahdanau's s_{t−1}: the
   context then reaches the recurrence through the fed attentional vector;
+* ``attention="none"``: the plain encoder-decoder (Sutskever, Vinyals & Le 2014; Cho et al. 2014,
+  "On the properties of neural machine translation"): no attention and nothing fed back, the decoder
+  reads the previous target embedding alone and learns the source only through the bridge, and the
+  output layer reads ``[s_t; E y_{t−1}]``. It is the "simple" Seq2Seq of the CARU paper's Multi30k
+  experiment, where CARU's word weight σ(W_vn x_t) sees the word alone;
 * attentional vector ``a_t = dropout(tanh(W [s_t; c_t; E y_{t−1}]))`` (the output layer on decoder
   state, context and embedding, Bahdanau App. A.2.2's deep output with tanh instead of maxout),
   then ``p(y_t) = softmax(W_o a_t)``; with ``tie_embeddings`` ``W_o`` is the target embedding,
@@ -87,8 +92,9 @@ class Seq2Seq(Seq2SeqEvaluation, RecurrentTask):
             says otherwise.
         encoder: the encoder's own cell, layers, hidden size and output dropout (:class:`SideConfig`).
         decoder: the decoder's own cell, layers, hidden size and output dropout (:class:`SideConfig`).
-        attention: ``additive`` (default), ``dot`` (needs the decoder's hidden size = 2 × the encoder's) or
-            ``general``.
+        attention: ``additive`` (default), ``dot`` (needs the decoder's hidden size = 2 × the encoder's),
+            ``general``, or ``none``: the plain encoder-decoder (the source reaches the decoder only through
+            the bridge; nothing is fed back; decoding returns zero attention weights).
         attention_size: additive score width (default: the decoder's hidden size).
         attention_query: ``after`` (default): the query is the top layer's state after the step (Luong,
             with input feeding); ``before``: the state before it, s_{t−1}, and the context c_t joins this
@@ -147,18 +153,24 @@ class Seq2Seq(Seq2SeqEvaluation, RecurrentTask):
         self.hparams.update(cell=cell_config(cell), encoder=side_as_dict(encoder), decoder=side_as_dict(decoder))
         self.pad_id, self.unk_id, self.bos_id, self.eos_id = pad_id, unk_id, bos_id, eos_id
         self.configure_decoding(groups["decoding"])
-        # what joins the embedding at the next step's input: the attentional vector (input feeding), or the
-        # context (without that layer; or with the query before the step, this step's own context)
+        # what joins the embedding at the next step's input: the attentional vector (input feeding), the
+        # context (without that layer; or with the query before the step, this step's own context), or
+        # nothing (no attention: a zero-width vector keeps the state's structure)
+        self.has_attention = attention != "none"
         self.query_before = attention_query == "before"
         memory_size = 2 * sizes.encoder_hidden
-        self.output_size = sizes.output_size if attentional_layer and not self.query_before else memory_size
+        if not self.has_attention:
+            self.feed_size = 0
+        else:
+            self.feed_size = sizes.output_size if attentional_layer and not self.query_before else memory_size
         self.source_embedding = nn.Embedding(source_vocab_size, embedding_size, padding_idx=pad_id)
         self.target_embedding = nn.Embedding(target_vocab_size, embedding_size, padding_idx=pad_id)
         self.encoder = Recurrent(self._side_factory(encoder), embedding_size, sizes.encoder_hidden,
                                  num_layers=sizes.encoder_layers, bidirectional=True, dropout=dropout,
                                  batch_first=True, backend=self.backend)
         self._build_decoder(self._side_factory(decoder), sizes, embedding_size, bridge)
-        self.attention = Attention(sizes.decoder_hidden, memory_size, attention, sizes.attention_size)
+        self.attention = Attention(sizes.decoder_hidden, memory_size, attention, sizes.attention_size) \
+            if self.has_attention else None
         self._build_output(sizes, embedding_size, target_vocab_size, attentional_layer, tie_embeddings)
         self.drop = nn.Dropout(dropout)
         self.output_drop = nn.Dropout(sizes.decoder_dropout)
@@ -174,7 +186,7 @@ class Seq2Seq(Seq2SeqEvaluation, RecurrentTask):
         map per floating leaf of each layer's state from the encoder's final outputs."""
         cells = []
         for layer in range(sizes.decoder_layers):
-            size_in = embedding_size + self.output_size if layer == 0 else sizes.decoder_hidden
+            size_in = embedding_size + self.feed_size if layer == 0 else sizes.decoder_hidden
             built = factory(size_in, sizes.decoder_hidden)
             if not isinstance(built, RecurrentCell):
                 raise TypeError(f"The decoder cell factory returned {type(built).__name__}, not a RecurrentCell; "
@@ -191,7 +203,7 @@ class Seq2Seq(Seq2SeqEvaluation, RecurrentTask):
     def _build_output(self, sizes: Sizes, embedding_size: int, target_vocab_size: int, attentional_layer: bool,
                       tie_embeddings: bool) -> None:
         """The attentional layer (or none) and the softmax's linear map (tied to the target embedding or not)."""
-        state_and_context = sizes.decoder_hidden + 2 * sizes.encoder_hidden
+        state_and_context = sizes.decoder_hidden + (2 * sizes.encoder_hidden if self.has_attention else 0)
         self.combine_state: Optional[nn.Linear] = None
         self.combine_embedding: Optional[nn.Linear] = None
         if attentional_layer:
@@ -275,14 +287,16 @@ class Seq2Seq(Seq2SeqEvaluation, RecurrentTask):
             halves = [self.encoder.cell(src, d).output(map_state(lambda s, i=2 * src + d: s[i], final))
                       for d in range(2)]
             summary.append(torch.cat(halves, -1))
-        return EncoderOutput(memory, self.attention.precompute(memory), mask, torch.stack(summary, 1)), aux
+        keys = self.attention.precompute(memory) if self.attention is not None else memory
+        return EncoderOutput(memory, keys, mask, torch.stack(summary, 1)), aux
 
     def encode(self, source: Tensor, source_lengths: Tensor) -> EncoderOutput:
         """Run the encoder once: outputs, attention keys, padding mask and the bridge inputs."""
         return self._encode(source, source_lengths, want_aux=False)[0]
 
     def initial_decoder_state(self, enc: EncoderOutput) -> DecoderState:
-        """Each decoder layer's state from the bridge (or zero), and a zero attentional vector."""
+        """Each decoder layer's state from the bridge (or zero), and a zero fed-back vector (zero-width without
+        attention)."""
         batch, dtype, device = enc.memory.shape[0], enc.memory.dtype, enc.memory.device
         layers = []
         for layer, (c, maps) in enumerate(zip(self.decoder_cells, self.bridges)):
@@ -298,7 +312,7 @@ class Seq2Seq(Seq2SeqEvaluation, RecurrentTask):
 
                 state = map_state(fill, state)
             layers.append(state)
-        feed = enc.memory.new_zeros(batch, self.output_size)
+        feed = enc.memory.new_zeros(batch, self.feed_size)
         return tuple(layers), feed
 
     def _decoder_plans(self, device_type: str) -> List[Plan]:
@@ -321,11 +335,25 @@ class Seq2Seq(Seq2SeqEvaluation, RecurrentTask):
         layer's compiled loop body where that compiles them, which also keeps the state of the rows ``real_t``
         marks padded: no real position reads them under teacher forcing)."""
         layers, feed = state
+        if self.attention is None:  # the plain encoder-decoder: the word alone, no context
+            return self._plain_decoder_step(embedded, embedded_out, layers, feed, enc, want_aux, real_t)
         if self.query_before:  # Bahdanau: attend with s_{t−1}; c_t joins this step's input
             context, weights = self.attention(self.decoder_cells[-1].output(layers[-1]), enc.proj_keys, enc.memory,
                                               enc.mask)
             feed = context
-        x = torch.cat([embedded, feed], -1)
+        x, new_layers, aux = self._step_cells(torch.cat([embedded, feed], -1), layers, want_aux, real_t)
+        if not self.query_before:  # Luong: attend with s_t
+            context, weights = self.attention(x, enc.proj_keys, enc.memory, enc.mask)
+        if self.combine_state is None:  # no attentional layer: the softmax reads [s_t; c_t; E y], c_t is fed back
+            out = self.output_drop(torch.cat([x, context, embedded_out], -1))
+            return out, (new_layers, context), weights, aux
+        attentional = self.output_drop(torch.tanh(self.combine_state(torch.cat([x, context], -1)) + embedded_out))
+        return attentional, (new_layers, context if self.query_before else attentional), weights, aux
+
+    def _step_cells(self, x: Tensor, layers: Tuple[State, ...], want_aux: bool, real_t: Optional[Tensor]
+                    ) -> Tuple[Tensor, Tuple[State, ...], Optional[Tensor]]:
+        """The decoder cells, one step, from the first layer's input ``x``: the top output s_t, the new states
+        and the summed auxiliary loss (or None)."""
         new_layers, aux = [], None
         plans = self._decoder_plans(x.device.type)
         for i, c in enumerate(self.decoder_cells):
@@ -336,13 +364,19 @@ class Seq2Seq(Seq2SeqEvaluation, RecurrentTask):
                 aux = a if aux is None else aux + a
             new_layers.append(st)
             x = c.output(st)
-        if not self.query_before:  # Luong: attend with s_t
-            context, weights = self.attention(x, enc.proj_keys, enc.memory, enc.mask)
-        if self.combine_state is None:  # no attentional layer: the softmax reads [s_t; c_t; E y], c_t is fed back
-            out = self.output_drop(torch.cat([x, context, embedded_out], -1))
-            return out, (tuple(new_layers), context), weights, aux
-        attentional = self.output_drop(torch.tanh(self.combine_state(torch.cat([x, context], -1)) + embedded_out))
-        return attentional, (tuple(new_layers), context if self.query_before else attentional), weights, aux
+        return x, tuple(new_layers), aux
+
+    def _plain_decoder_step(self, embedded: Tensor, embedded_out: Tensor, layers: Tuple[State, ...], feed: Tensor,
+                            enc: EncoderOutput, want_aux: bool, real_t: Optional[Tensor]
+                            ) -> Tuple[Tensor, DecoderState, Tensor, Optional[Tensor]]:
+        """One step without attention: the cells read the previous target embedding alone; the output layer
+        reads s_t and that embedding; the attention weights are zero (B, S)."""
+        s, new_layers, aux = self._step_cells(embedded, layers, want_aux, real_t)
+        weights = enc.memory.new_zeros(enc.memory.shape[:2])
+        if self.combine_state is None:
+            return self.output_drop(torch.cat([s, embedded_out], -1)), (new_layers, feed), weights, aux
+        out = self.output_drop(torch.tanh(self.combine_state(s) + embedded_out))
+        return out, (new_layers, feed), weights, aux
 
     def _embed_target(self, tokens: Tensor) -> Tuple[Tensor, Tensor]:
         embedded = self.drop(self.target_embedding(tokens))

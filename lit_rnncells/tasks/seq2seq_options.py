@@ -167,8 +167,11 @@ def check_specials(specials: Dict[str, int], target_vocab_size: int) -> None:
 def check_architecture(sizes: Sizes, embedding_size: int, attention: str, attention_query: str,
                        attentional_layer: bool, tie_embeddings: bool) -> None:
     """The attention and output options fit together (one clear ``ValueError`` naming the fix)."""
-    if attention not in ATTENTION_KINDS:
-        raise ValueError(f"Unknown attention {attention!r}; use one of {', '.join(ATTENTION_KINDS)}.")
+    if attention not in (*ATTENTION_KINDS, "none"):
+        raise ValueError(f"Unknown attention {attention!r}; use one of {', '.join(ATTENTION_KINDS)} or none.")
+    if attention == "none" and attention_query != "after":
+        raise ValueError("attention_query has no effect without attention; leave it out or choose an attention "
+                         f"({', '.join(ATTENTION_KINDS)}).")
     if attention == "dot" and sizes.decoder_hidden != 2 * sizes.encoder_hidden:
         raise ValueError(f"dot attention needs hidden_size ({sizes.decoder_hidden}) = 2 * encoder.hidden_size "
                          f"({sizes.encoder_hidden}), the size of the bidirectional encoder outputs; set "
