@@ -160,18 +160,20 @@ def test_the_choice_is_printed_with_the_whole_sequence(capsys) -> None:
     assert "recurrence: SatMZU on cuda: graphs (whole sequence" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("cell", ["GRU", "SatMZU", "CARU", "MuFuRU"])
-def test_decoding_steps_replayed_as_graphs_give_the_loops_hypotheses(cell: str) -> None:
+@pytest.mark.parametrize("cell, attention", [("GRU", "additive"), ("SatMZU", "additive"), ("CARU", "additive"),
+                                             ("MuFuRU", "additive"), ("CARU", "none")])
+def test_decoding_steps_replayed_as_graphs_give_the_loops_hypotheses(cell: str, attention: str) -> None:
     """A Seq2Seq under ``backend: graphs`` decodes (greedy and beam 3) through captured decoding steps
-    (nn/decode_graphs.py), with the same hypotheses and scores as its twin under ``backend: loop``."""
+    (nn/decode_graphs.py), with the same hypotheses and scores as its twin under ``backend: loop``; without
+    attention too (its fed-back vector is zero-wide)."""
     from lit_rnncells.nn.decode_graphs import GraphedDecoding
 
     from .test_beam_search import tiny_model
     from .test_decode_graphs import LENGTHS, _config, _same_hypotheses
     from .test_beam_search import batch
 
-    loop = tiny_model(cell=cell, backend="loop").cuda()
-    graphed = tiny_model(cell=cell, backend="graphs").cuda()
+    loop = tiny_model(cell=cell, attention=attention, backend="loop").cuda()
+    graphed = tiny_model(cell=cell, attention=attention, backend="graphs").cuda()
     graphed.load_state_dict(loop.state_dict())
     assert isinstance(graphed.decodable(), GraphedDecoding) and loop.decodable() is loop
     for seed in (1, 2):  # the first batch captures, the second replays

@@ -39,10 +39,11 @@ def _same_hypotheses(want, got) -> None:
                 torch.testing.assert_close(b.attention, a.attention, atol=1e-9, rtol=0)
 
 
-@pytest.mark.parametrize("cell", ["GRU", "LSTM", "SatMZU"])
+@pytest.mark.parametrize("cell, attention", [("GRU", "additive"), ("LSTM", "additive"), ("SatMZU", "additive"),
+                                             ("CARU", "none")])
 @pytest.mark.parametrize("beam", [1, 3])
-def test_fixed_rows_give_the_models_own_hypotheses(cell: str, beam: int) -> None:
-    model = tiny_model(cell=cell)
+def test_fixed_rows_give_the_models_own_hypotheses(cell: str, attention: str, beam: int) -> None:
+    model = tiny_model(cell=cell, attention=attention)
     graphed = GraphedDecoding(model, capture=False)
     src, lengths = batch(LENGTHS)
     with torch.no_grad():
