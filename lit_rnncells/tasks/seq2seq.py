@@ -19,8 +19,8 @@ Translate"), the MC-RNN paper's Baseline-RNN (Xu et al., AAAI 2019, §4) and CAR
 * ``attention="none"``: the plain encoder-decoder (Sutskever, Vinyals & Le 2014; Cho et al. 2014,
   "On the properties of neural machine translation"): no attention and nothing fed back, the decoder
   reads the previous target embedding alone and learns the source only through the bridge, and the
-  output layer reads ``[s_t; E y_{t−1}]``. It is the "simple" Seq2Seq of the CARU paper's Multi30k
-  experiment, where CARU's word weight σ(W_vn x_t) sees the word alone;
+  output layer reads ``[s_t; E y_{t−1}]``: the CARU paper's description of its Multi30k model ("two
+  independent simple recursive models"), where CARU's word weight σ(W_vn v_t) sees the word alone;
 * attentional vector ``a_t = dropout(tanh(W [s_t; c_t; E y_{t−1}]))`` (the output layer on decoder
   state, context and embedding, Bahdanau App. A.2.2's deep output with tanh instead of maxout),
   then ``p(y_t) = softmax(W_o a_t)``; with ``tie_embeddings`` ``W_o`` is the target embedding,
