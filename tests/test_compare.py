@@ -88,6 +88,32 @@ def test_resume_skips_finished_runs_and_resumes_the_unfinished_one(sweep):
     assert [r["run_id"] for r in rows_again] == [r["run_id"] for r in rows]
 
 
+def test_a_moved_comparison_keeps_its_runs_curves_and_checkpoint_paths(sweep, tmp_path):
+    """result.json names the folder a run finished in; a comparison moved since (copied off a remote machine, runs
+    gathered into one folder) still draws its curves and names its checkpoints where they are now."""
+    from lit_rnncells.experiments.report import load_result
+
+    out, rows, _ = sweep
+    first, second = tmp_path / "first", tmp_path / "second"
+    shutil.copytree(out, first)
+    for row in rows:  # as if the runs had finished in `first`
+        path = first / row["run_id"] / "result.json"
+        result = json.loads(path.read_text())
+        result["checkpoint"] = result["checkpoint"].replace(result["folder"], str(path.parent))
+        result["folder"] = str(path.parent)
+        path.write_text(json.dumps(result))
+    run_sweep(first)  # every run kept: the figures drawn from this folder's curves
+    drawn = (first / "curves_steps.png").read_bytes()
+    shutil.move(first, second)
+    _, log = run_sweep(second)
+    assert log.count("finished earlier, kept") == 2
+    assert (second / "curves_steps.png").read_bytes() == drawn  # not an empty figure of the old paths
+    for row in rows:
+        result = load_result(second / row["run_id"])
+        assert result["folder"] == str(second / row["run_id"])
+        assert Path(result["checkpoint"]).is_file() and Path(result["checkpoint"]).is_relative_to(second)
+
+
 def test_an_unfinished_run_without_a_usable_checkpoint_starts_again(sweep):
     out, rows, _ = sweep
     run = out / rows[1]["run_id"]

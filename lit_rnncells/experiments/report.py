@@ -83,6 +83,20 @@ def summary_markdown(rows: List[Dict[str, Any]], config: str, budget: str, monit
     return "\n".join(lines) + "\n"
 
 
+def load_result(folder: Path) -> Dict[str, Any]:
+    """A finished run's ``result.json``, read from ``folder`` and made to name it: a run folder moved or copied
+    since (a whole comparison copied off a remote machine, runs gathered into one folder) keeps its curves and
+    checkpoint path, which the file names by where the run was when it finished."""
+    folder = Path(folder)
+    result = json.loads((folder / RESULT_FILE).read_text())
+    written = result.get("folder")
+    result["folder"] = str(folder)
+    checkpoint = result.get("checkpoint")
+    if written and checkpoint and Path(checkpoint).is_relative_to(written):
+        result["checkpoint"] = str(folder / Path(checkpoint).relative_to(written))
+    return result
+
+
 def curve_groups(results: List[Dict[str, Any]], grid_keys: Sequence[str]) -> Dict[str, List[Path]]:
     """Curve files of the seeds of each cell and grid point, by legend label."""
     groups: Dict[str, List[Path]] = {}

@@ -27,7 +27,7 @@ from .compare import (CompareError, Interrupted, Launch, Launcher, LocalLauncher
 from .compare.launchers import slurm_launcher
 from .compare.slurm_settings import add_slurm_options
 from .papers import COMPILED, GRU_PTB, LM_SMALL, MZU_PTB, NOTES, PAPERS, Experiment  # noqa: F401  (importable here)
-from .report import CURVES_FILE, RESULT_FILE, curve_groups, plot_validation_curves, row_of
+from .report import CURVES_FILE, RESULT_FILE, curve_groups, load_result, plot_validation_curves, row_of
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -231,7 +231,7 @@ def draw_curves(exp: Experiment, folder: Path) -> None:
     """The experiment's figures (validation against steps and against seconds) from its finished runs, each curve
     named as the report's table names it (``satMZU+DT``, not the cell's whole specification)."""
     labels = {spec_label(spec): name for spec, name in exp.cells.items()}
-    results = [json.loads(path.read_text()) for path in sorted(folder.glob(f"*/{RESULT_FILE}"))]
+    results = [load_result(path.parent) for path in sorted(folder.glob(f"*/{RESULT_FILE}"))]
     results = [{**r, "cell": labels.get(r["cell"], r["cell"])} for r in results]
     if results:
         monitor = results[0]["monitor"]
@@ -253,7 +253,7 @@ def experiment_part(paper: str, exp: Experiment, out: Path, report: Optional[Pat
         return "\n".join([f"## {exp.title}", "", f"{NOT_RUN}: `python -m lit_rnncells.reproduce {paper} "
                           f"--experiments {exp.name}` runs it.", ""])
     if read_only:  # the runs that finished, nothing new
-        rows = [row_of(json.loads(path.read_text())) for path in finished]
+        rows = [row_of(load_result(path.parent)) for path in finished]
     else:
         rows = run_experiment(exp, folder, log, launcher)
     draw_curves(exp, folder)

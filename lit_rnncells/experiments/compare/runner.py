@@ -21,7 +21,6 @@ them. A new launcher is one more module implementing :class:`Launcher`, passed t
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import signal
 import subprocess
@@ -32,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence
 
-from ..report import RESULT_FILE
+from ..report import RESULT_FILE, load_result
 from .folders import check_resumable, finished, prepare_folder, saved_budget
 from .planning import CompareError, RunSpec
 
@@ -107,7 +106,7 @@ def read_result(spec: RunSpec, returncode: int) -> Optional[Dict[str, Any]]:
     path = Path(spec.folder) / RESULT_FILE
     if returncode != 0 or not path.is_file():
         return None
-    return json.loads(path.read_text())
+    return load_result(path.parent)
 
 
 def terminate(proc: subprocess.Popen) -> None:
@@ -292,7 +291,7 @@ def run_specs(specs: Sequence[RunSpec], env: Optional[Dict[str, str]] = None, lo
         if finished(Path(spec.folder)):
             if resumes[spec.folder] is None:
                 print(f"compare: [{i}/{len(specs)}] {spec.run_id} finished earlier, kept", file=log, flush=True)
-                kept[spec.run_id] = json.loads(done.read_text())
+                kept[spec.run_id] = load_result(done.parent)
                 continue
             print(f"compare: [{i}/{len(specs)}] {spec.run_id} finished {saved_budget(Path(spec.folder))} earlier; "
                   f"goes on to {spec.budget}", file=log, flush=True)
