@@ -202,7 +202,7 @@ def test_the_runner_reports_on_the_current_stderr_not_the_one_at_import(tmp_path
                        hidden_size=4, budget="steps=1", monitor="val/acc", mode="max")
     Path(spec.folder).mkdir()
     (Path(spec.folder) / cmp.RESULT_FILE).write_text(json.dumps({"run_id": spec.run_id}))
-    assert cmp.run_specs([spec]) == [{"run_id": "GRU-s1"}]
+    assert cmp.run_specs([spec]) == [{"run_id": "GRU-s1", "folder": spec.folder}]  # named by where it is
     assert "[1/1] GRU-s1 finished earlier, kept" in capsys.readouterr().err
 
 
