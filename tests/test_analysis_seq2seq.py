@@ -48,7 +48,8 @@ def _fit(args: List[str], root: Path, steps: int = 4) -> str:
 
 @pytest.fixture(scope="module")
 def checkpoints(data: Path, tmp_path_factory: pytest.TempPathFactory) -> Dict[str, str]:
-    """A GRU RNNSearch, a GRU encoder-decoder without attention, an MC-RNN-3 RNNSearch (both Multi30k De-En) and an MC-RNN-3 word LM (PTB), tiny."""
+    """A GRU RNNSearch, a GRU encoder-decoder without attention, an MC-RNN-3 RNNSearch (all three Multi30k De-En)
+    and an MC-RNN-3 word LM (PTB), tiny."""
     base, cache = tmp_path_factory.mktemp("analysis_s2s"), str(tmp_path_factory.mktemp("analysis_cache"))
     s2s = ["--model.init_args.dropout", "0.0", "--model.init_args.eval_metrics", "[]",  # no decoding in fit
            "--data.init_args.dataset", "multi30k",

@@ -156,13 +156,14 @@ class Seq2Seq(Seq2SeqEvaluation, RecurrentTask):
         # what joins the embedding at the next step's input: the attentional vector (input feeding), the
         # context (without that layer; or with the query before the step, this step's own context), or
         # nothing (no attention: a zero-width vector keeps the state's structure)
-        self.has_attention = attention != "none"
         self.query_before = attention_query == "before"
         memory_size = 2 * sizes.encoder_hidden
-        if not self.has_attention:
+        if attention == "none":
             self.feed_size = 0
+        elif attentional_layer and not self.query_before:
+            self.feed_size = sizes.output_size
         else:
-            self.feed_size = sizes.output_size if attentional_layer and not self.query_before else memory_size
+            self.feed_size = memory_size
         self.source_embedding = nn.Embedding(source_vocab_size, embedding_size, padding_idx=pad_id)
         self.target_embedding = nn.Embedding(target_vocab_size, embedding_size, padding_idx=pad_id)
         self.encoder = Recurrent(self._side_factory(encoder), embedding_size, sizes.encoder_hidden,
@@ -170,7 +171,7 @@ class Seq2Seq(Seq2SeqEvaluation, RecurrentTask):
                                  batch_first=True, backend=self.backend)
         self._build_decoder(self._side_factory(decoder), sizes, embedding_size, bridge)
         self.attention = Attention(sizes.decoder_hidden, memory_size, attention, sizes.attention_size) \
-            if self.has_attention else None
+            if attention != "none" else None
         self._build_output(sizes, embedding_size, target_vocab_size, attentional_layer, tie_embeddings)
         self.drop = nn.Dropout(dropout)
         self.output_drop = nn.Dropout(sizes.decoder_dropout)
@@ -203,7 +204,7 @@ class Seq2Seq(Seq2SeqEvaluation, RecurrentTask):
     def _build_output(self, sizes: Sizes, embedding_size: int, target_vocab_size: int, attentional_layer: bool,
                       tie_embeddings: bool) -> None:
         """The attentional layer (or none) and the softmax's linear map (tied to the target embedding or not)."""
-        state_and_context = sizes.decoder_hidden + (2 * sizes.encoder_hidden if self.has_attention else 0)
+        state_and_context = sizes.decoder_hidden + (2 * sizes.encoder_hidden if self.attention is not None else 0)
         self.combine_state: Optional[nn.Linear] = None
         self.combine_embedding: Optional[nn.Linear] = None
         if attentional_layer:
