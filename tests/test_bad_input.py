@@ -517,10 +517,16 @@ def test_a_finite_loss_that_explodes(workdir, capsys):
                  "--divergence_threshold 0", code=1, new_config_ok=True)
 
 
-def test_an_exploded_loss_when_a_checkpoint_is_due_saves_no_checkpoint(workdir, capsys):
+def test_an_exploded_loss_skips_the_checkpoints_due_and_stops_after_its_patience(workdir, capsys, monkeypatch):
+    """Checkpoints due every 3 steps while the loss stays exploded: each is skipped with a line (none is written,
+    expect_error checks), and the run stops at the patience, not at the first save."""
+    said = []
+    real_print = print
+    monkeypatch.setattr("builtins.print", lambda *a, **k: (said.append(" ".join(map(str, a))), real_print(*a, **k)))
     expect_error(capsys, workdir, ["fit", "--config", LOGIC, *TINY_LOGIC, *QUIET, *EXPLODING,
                                    "--trainer.val_check_interval", "3"],
-                 "The training loss exploded", "when a checkpoint was due", code=1, new_config_ok=True)
+                 "The training loss exploded", "for 10 consecutive steps", code=1, new_config_ok=True)
+    assert sum("skipped the checkpoint due now" in line for line in said) >= 2
 
 
 def test_a_divergence_threshold_between_0_and_1(workdir, capsys):

@@ -82,3 +82,61 @@ def test_threshold_zero_from_the_command_line_lets_the_run_finish(tmp_path, monk
                 "--trainer.enable_progress_bar", "false", "--test_after_fit", "false",
                 "--model.init_args.optimizer.init_args.lr", "1e6", "--trainer.gradient_clip_val", "null",
                 "--divergence_threshold", "0"]) == 0
+
+
+def _spiking_module(spike_step: int):
+    from lightning.pytorch import LightningModule
+
+    class Spiking(LightningModule):
+        def __init__(self) -> None:
+            super().__init__()
+            self.layer = torch.nn.Linear(4, 1)
+
+        def training_step(self, batch, batch_idx):
+            x, y = batch
+            loss = torch.nn.functional.mse_loss(self.layer(x), y)
+            return loss * 1e4 if self.global_step == spike_step else loss
+
+        def validation_step(self, batch, batch_idx):
+            x, y = batch
+            self.log("val/loss", torch.nn.functional.mse_loss(self.layer(x), y))
+
+        def configure_optimizers(self):
+            return torch.optim.SGD(self.parameters(), lr=1e-6)  # the spike's step moves the weights little
+
+    return Spiking()
+
+
+def _loader():
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(64, 4, generator=generator)
+    data = torch.utils.data.TensorDataset(x, x.sum(1, keepdim=True) + 3.0)
+    return torch.utils.data.DataLoader(data, batch_size=4)
+
+
+def test_a_spike_when_a_checkpoint_is_due_skips_that_save_and_the_run_goes_on(tmp_path, capsys):
+    """One exploded step just before a validation: the checkpoint due then is not written (the diverged-looking
+    model never becomes the last or best one), the run finishes, and the saves before and after it are there.
+    Before, the guard raised at that save and a long run ended on one noisy batch."""
+    from lightning.pytorch import Trainer
+    from lightning.pytorch.callbacks import ModelCheckpoint
+
+    checkpoints = ModelCheckpoint(dirpath=tmp_path, filename="{step}", save_top_k=-1)
+    trainer = Trainer(max_steps=12, val_check_interval=3, limit_val_batches=1, logger=False,
+                      enable_progress_bar=False, enable_model_summary=False,
+                      callbacks=[FiniteGuard(threshold=10.0), checkpoints])
+    trainer.fit(_spiking_module(spike_step=5), _loader(), _loader())  # validations after steps 3, 6, 9, 12
+    assert trainer.global_step == 12
+    assert sorted(p.name for p in tmp_path.glob("*.ckpt")) == ["step=12.ckpt", "step=3.ckpt", "step=9.ckpt"]
+    err = capsys.readouterr().err
+    assert err.count("skipped the checkpoint due now") == 1 and "step 6: the training loss" in err
+
+
+def test_every_n_train_steps_saves_skip_an_exploded_step_too(tmp_path):
+    from lightning.pytorch import Trainer
+    from lightning.pytorch.callbacks import ModelCheckpoint
+
+    checkpoints = ModelCheckpoint(dirpath=tmp_path, filename="{step}", save_top_k=-1, every_n_train_steps=2)
+    Trainer(max_steps=8, limit_val_batches=0, logger=False, enable_progress_bar=False, enable_model_summary=False,
+            callbacks=[FiniteGuard(threshold=10.0), checkpoints]).fit(_spiking_module(spike_step=3), _loader())
+    assert sorted(p.name for p in tmp_path.glob("step=*.ckpt")) == ["step=2.ckpt", "step=6.ckpt", "step=8.ckpt"]

@@ -110,7 +110,11 @@ class FiniteGuard(Callback):
     A finite loss has exploded when it is above ``threshold`` times its running minimum and above the first
     loss of the run (so a task whose loss nears 0 is not stopped by ordinary noise) for ``patience``
     consecutive steps; ``threshold`` 0 turns this check off. While the loss is exploded no checkpoint is
-    written, so the diverged model never becomes the best or the last one.
+    written, so the diverged model never becomes the best or the last one: a checkpoint due then is skipped
+    with one line, and the run goes on (a spike that recovers costs one save, not the run). Lightning runs
+    checkpoint callbacks after every other callback, so the guard's ``on_train_batch_end``,
+    ``on_validation_end`` and ``on_train_epoch_end`` mark the step as saved for each ``ModelCheckpoint``
+    before it looks; any other save while the loss is exploded stops the run rather than write the model.
     """
 
     def __init__(self, threshold: float = DIVERGENCE_THRESHOLD, patience: int = DIVERGENCE_PATIENCE) -> None:
@@ -188,6 +192,33 @@ class FiniteGuard(Callback):
         grads = [p.grad for p in pl_module.parameters() if p.grad is not None]
         if not self._agree(trainer, _all_finite(grads)):
             self._stop(trainer, pl_module, "gradient")
+
+    def on_train_batch_end(self, trainer: Trainer, pl_module: LightningModule, outputs: Any, batch: Any,
+                           batch_idx: int) -> None:
+        self._skip_checkpoints_while_exploded(trainer)  # every_n_train_steps saves here
+
+    def on_validation_end(self, trainer: Trainer, pl_module: LightningModule) -> None:
+        self._skip_checkpoints_while_exploded(trainer)
+
+    def on_train_epoch_end(self, trainer: Trainer, pl_module: LightningModule) -> None:
+        self._skip_checkpoints_while_exploded(trainer)
+
+    def _skip_checkpoints_while_exploded(self, trainer: Trainer) -> None:
+        """While the loss is exploded (short of ``patience``), a ``ModelCheckpoint`` due at this step skips it:
+        Lightning's own rule skips a step already saved, so the step is marked so (it runs after this hook)."""
+        if self.exploded_steps == 0 or trainer.sanity_checking or trainer.state.fn != "fit":
+            return
+        due = [c for c in trainer.checkpoint_callbacks
+               if isinstance(c, ModelCheckpoint) and c._last_global_step_saved != trainer.global_step]
+        if not due:
+            return
+        for callback in due:
+            callback._last_global_step_saved = trainer.global_step
+        if trainer.global_rank == 0:
+            print(f"\nstep {trainer.global_step}: the training loss {self.last_finite[1]:.4g} is above "
+                  f"{self.threshold:g}x its running minimum {self.minimum:.4g}; skipped the checkpoint due now "
+                  f"(the run goes on, and stops if the loss stays so for {self.patience} steps).",
+                  file=sys.stderr, flush=True)
 
     def on_save_checkpoint(self, trainer: Trainer, pl_module: LightningModule, checkpoint: Dict[str, Any]) -> None:
         if not _all_finite(checkpoint.get("state_dict", {}).values()):
