@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import inspect
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
@@ -68,6 +69,25 @@ def datamodule_state(checkpoint: Dict[str, Any], name: str) -> Dict[str, Any]:
         raise ValueError(f"The checkpoint holds no {name} state (it has: {', '.join(saved) or 'none'}); pass a "
                          "checkpoint trained with that DataModule.")
     return checkpoint[name]
+
+
+def checkpoint_datamodule(path: str, checkpoint: Dict[str, Any], data_dir: Optional[str] = None) -> Any:
+    """The DataModule a checkpoint was trained with, rebuilt from its saved hyperparameters with the checkpoint's
+    vocabulary or tokenizers (``checkpoint_path``); ``data_dir`` overrides where the data are."""
+    saved = dict(checkpoint.get("datamodule_hyper_parameters") or {})
+    class_path = saved.get("_class_path")
+    if not class_path:
+        raise ValueError(f"{path!r} holds no DataModule settings; pass a checkpoint that `python -m lit_rnncells "
+                         "fit` saved with one of lit_rnncells.data's DataModules.")
+    module, _, name = str(class_path).rpartition(".")
+    cls = getattr(importlib.import_module(module), name)
+    accepted = inspect.signature(cls.__init__).parameters
+    options = {k: v for k, v in saved.items() if k in accepted and k != "self"}
+    if "checkpoint_path" in accepted:
+        options["checkpoint_path"] = path
+    if data_dir is not None:
+        options["data_dir"] = data_dir
+    return cls(**options)
 
 
 WRITTEN: List[Path] = []

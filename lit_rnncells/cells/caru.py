@@ -1,6 +1,9 @@
 """CARU, the content-adaptive recurrent unit (Chan et al., ICONIP 2020 eq. 4a–4e)."""
 from __future__ import annotations
 
+from contextlib import contextmanager
+from typing import Iterator, List, Optional, Tuple
+
 import torch
 from torch import Tensor
 from torch.nn import functional as F
@@ -28,9 +31,13 @@ class CARU(AffineCell):
     authors' code, whose first step (no state) returns tanh(x'), we start from
     a zero state like every other cell (with h = 0 the first step gives
     l ⊙ tanh(x' + b_hn)).
+
+    Inside :meth:`recording_gates` every step records its word weight σ(x') and content weight z;
+    :func:`~lit_rnncells.nn.recording.content_adaptive_gates` runs a layer so and returns them.
     """
 
     gates = 2
+    _gate_log: Optional[List[Tuple[Tensor, Tensor]]] = None  # (σ(x'), z) of each step, inside recording_gates()
 
     def project_input(self, x: Tensor) -> Tensor:
         return F.linear(x, self.weight_ih, self.bias_ih)  # [x', W_vz v + b_vz]
@@ -41,5 +48,19 @@ class CARU(AffineCell):
         feature = x_proj_t[:, :h]
         n = torch.tanh(gh[:, :h] + feature)
         z = torch.sigmoid(gh[:, h:] + x_proj_t[:, h:])
-        gate = torch.sigmoid(feature) * z
-        return torch.addcmul(state, gate, n - state)
+        word_weight = torch.sigmoid(feature)
+        if self._gate_log is not None:
+            self._gate_log.append((word_weight.detach(), z.detach()))
+        return torch.addcmul(state, word_weight * z, n - state)
+
+    @contextmanager
+    def recording_gates(self) -> Iterator[List[Tuple[Tensor, Tensor]]]:
+        """Within the block, every step appends its detached word weight σ(x') and content weight z, each
+        ``(B, H)`` (eq. 4d's two factors; their product is the content-adaptive gate l), to the yielded list.
+        Prefer :func:`~lit_rnncells.nn.recording.content_adaptive_gates`."""
+        log: List[Tuple[Tensor, Tensor]] = []
+        previous, self._gate_log = self._gate_log, log
+        try:
+            yield log
+        finally:
+            self._gate_log = previous

@@ -1,5 +1,6 @@
 """Run a cell, or the ``Recurrent`` layer around it, while the cell records something per step: the plotting
-hooks :func:`composition_weights` (MuFuRU) and :func:`candidate_activations` (MZU).
+hooks :func:`composition_weights` (MuFuRU), :func:`candidate_activations` (MZU) and
+:func:`content_adaptive_gates` (CARU).
 
 The cell appends one entry per step to the list its ``recording_*()`` context manager yields; this module runs
 the steps (the layer's own loop, :func:`~lit_rnncells.nn.recurrent.run_cell`) and returns the entries in input
@@ -15,6 +16,7 @@ import torch
 from torch import Tensor, nn
 
 from ..cells.base import RecurrentCell, State
+from ..cells.caru import CARU
 from ..cells.mufuru import MuFuRU
 from ..cells.mzu import MZU
 from ..cells.recording import Entry, cell_in, mask_padded, unreverse_steps
@@ -47,6 +49,22 @@ def candidate_activations(module: nn.Module, x: Tensor, state: Optional[State] =
     cell = cell_in(module, MZU, "candidate_activations", layer, direction)
     candidates, states = record_steps(module, cell, cell.recording_candidates, x, state, lengths, direction)
     return candidates, states
+
+
+def content_adaptive_gates(module: nn.Module, x: Tensor, state: Optional[State] = None,
+                           lengths: Optional[Tensor] = None, *, layer: int = 0, direction: int = 0
+                           ) -> Tuple[Tensor, Tensor]:
+    """The word weight σ(x') and the content weight z (Chan et al., ICONIP 2020, eq. 4d's two factors, 4a and
+    4c) of every step: each ``(B, T, H)``; their product is the content-adaptive gate l.
+
+    ``module`` is a :class:`~lit_rnncells.cells.caru.CARU` cell (``x`` is then ``(B, T, input_size)``) or a
+    ``Recurrent`` layer around one (``x`` as its ``forward`` takes it; ``layer`` and ``direction`` pick the cell).
+    Runs without gradients; padded steps give zeros. For the paper's §2.2 claim that a word such as a full stop
+    gets a word weight near 0.
+    """
+    cell = cell_in(module, CARU, "content_adaptive_gates", layer, direction)
+    word_weight, content_weight = record_steps(module, cell, cell.recording_gates, x, state, lengths, direction)
+    return word_weight, content_weight
 
 
 def record_steps(module: nn.Module, cell: RecurrentCell,
