@@ -118,7 +118,7 @@ def test_the_command_prints_each_checkpoints_line_and_refuses_a_gru(imdb_caru: s
     assert analysis_main(["caru-word-weights", "--ckpt_path", imdb_caru, imdb_caru, "--min_count", "3",
                           "--output", str(out)]) == 0
     said = capsys.readouterr().out
-    assert said.count("mean word weight σ(x')") == 2 and "'.' ranks " in said and str(out) in said
+    assert said.count("mean word weight σ(x')") == 2 and "'.' 0." in said and "% of steps x units" in said and str(out) in said
     gru = fit_imdb(tmp_path, "GRU")
     errors: List[str] = []
     for argv in (["--ckpt_path", gru], ["--ckpt_path", imdb_caru, "--layer", "1"],

@@ -13,7 +13,8 @@ the one over the text; for a Seq2Seq model it is the encoder (the decoder's inpu
 attentional vector beside the word). In the first layer the word weight depends on the word alone.
 
 Each checkpoint gets a row: the ``--top`` tokens of at least ``--min_count`` steps with the lowest and the
-highest mean word weight, and in the title the mean σ(x'), z and l over all steps and the full stop's rank.
+highest mean word weight, and in the title the mean σ(x'), z and l over all steps, the share of word weights
+near zero (below 0.1) and the full stop's mean word weight and rank.
 """
 from __future__ import annotations
 
@@ -34,6 +35,8 @@ from ..tasks.seq2seq import Seq2Seq
 
 SPLITS = ("test", "val")
 FULL_STOP = "."
+NEAR_ZERO = 0.1
+"""A word weight below this counts as near zero (the paper's "close to zero")."""
 
 
 @dataclass
@@ -48,6 +51,7 @@ class WordWeights:
     content_weight: Tensor
     gate: Tensor
     means: Dict[str, float] = field(default_factory=dict)  # "word_weight", "content_weight", "gate" over all steps
+    near_zero: float = 0.0  # the share of all (step, hidden unit) word weights below NEAR_ZERO
 
     def frequent(self, min_count: int) -> Tensor:
         """Ids of the tokens read at least ``min_count`` times."""
@@ -81,8 +85,12 @@ def task_reader(model: Any, dm: Any) -> Reader:
         return model.embedding, model.rnn, lambda b: (b["tokens"], b["lengths"]), lambda i: symbols[i]
     if isinstance(model, Seq2Seq):
         tokenizer = dm.source_tokenizer
-        return (model.source_embedding, model.encoder, lambda b: (b["source"], b["source_lengths"]),
-                lambda i: tokenizer.decode([i]).strip() or tokenizer.tokens([i])[0])
+
+        def piece(i: int) -> str:  # byte-level BPE marks a word's first piece with Ġ: shown as ▁
+            raw, text = tokenizer.tokens([i])[0], tokenizer.decode([i])
+            return raw if not text else "▁" + text if raw.startswith("Ġ") else text
+
+        return model.source_embedding, model.encoder, lambda b: (b["source"], b["source_lengths"]), piece
     raise ValueError(f"caru-word-weights reads a text classifier or a Seq2Seq encoder, not a {type(model).__name__}; "
                      "pass a checkpoint of configs/classification/*.yaml or configs/seq2seq/*.yaml.")
 
@@ -94,6 +102,7 @@ def word_weights(model: Any, batches: Iterable[Dict[str, Any]], reader: Reader, 
     embedding, rnn, ids_of, text_of = reader
     sums = torch.zeros(3, vocab_size, dtype=torch.float64)
     totals = torch.zeros(3, dtype=torch.float64)
+    near_zero, units = 0, 0
     counts = torch.zeros(vocab_size, dtype=torch.long)
     with torch.no_grad():
         for batch in batches:
@@ -105,6 +114,8 @@ def word_weights(model: Any, batches: Iterable[Dict[str, Any]], reader: Reader, 
             for k in range(3):
                 sums[k].index_add_(0, ids[real], per_step[k])
             totals += per_step.sum(1)
+            near_zero += int((word[real] < NEAR_ZERO).sum())
+            units += word[real].numel()
             counts += torch.bincount(ids[real], minlength=vocab_size)
     if int(counts.sum()) == 0:
         raise ValueError("The split has no tokens to read; check --split and --limit.")
@@ -112,7 +123,8 @@ def word_weights(model: Any, batches: Iterable[Dict[str, Any]], reader: Reader, 
     means[:, counts == 0] = float("nan")
     overall = totals / counts.sum()
     return WordWeights(label, [text_of(i) for i in range(vocab_size)], counts, means[0].float(), means[1].float(),
-                       means[2].float(), dict(zip(("word_weight", "content_weight", "gate"), overall.tolist())))
+                       means[2].float(), dict(zip(("word_weight", "content_weight", "gate"), overall.tolist())),
+                       near_zero / units)
 
 
 def limited(batches: Iterable[Dict[str, Any]], ids_of: Callable[[Dict[str, Any]], Tuple[Tensor, Tensor]],
@@ -190,11 +202,14 @@ def run(args: argparse.Namespace) -> List[WordWeights]:
 def summary_line(result: WordWeights, min_count: int) -> str:
     """``<label>: mean σ(x') 0.497, z 0.51, l 0.25; '.' ranks 11 of 2,000 tokens (lowest first)``."""
     rank = result.rank_of(FULL_STOP, min_count)
-    where = (f"'{FULL_STOP}' ranks {rank[0]:,} of {rank[1]:,} tokens (lowest word weight first)" if rank
-             else f"'{FULL_STOP}' is not among its {len(result.frequent(min_count)):,} tokens read {min_count}+ times")
+    stop = result.tokens.index(FULL_STOP) if rank else -1
+    where = (f"'{FULL_STOP}' {float(result.word_weight[stop]):.3f}, ranked {rank[0]:,} of {rank[1]:,} tokens (lowest "
+             "first)" if rank else
+             f"'{FULL_STOP}' is not among its {len(result.frequent(min_count)):,} tokens read {min_count}+ times")
     m = result.means
     return (f"{result.label}: mean word weight σ(x') {m['word_weight']:.3f}, content weight z {m['content_weight']:.3f}, "
-            f"gate l {m['gate']:.3f}; {where}")
+            f"gate l {m['gate']:.3f}; σ(x') < {NEAR_ZERO:g} in {100 * result.near_zero:.2f}% of steps x units; "
+            f"{where}")
 
 
 def draw(results: List[WordWeights], split: str, min_count: int, top: int, output: str) -> None:
@@ -221,7 +236,7 @@ def draw(results: List[WordWeights], split: str, min_count: int, top: int, outpu
         ax.set_xlim(max(0.0, values.min() - 0.15 * spread - 1e-3), min(1.0, values.max() + 0.15 * spread + 1e-3))
         ax.set_xlabel("mean word weight σ(x') over the steps reading the token and the hidden units", fontsize=8)
         ax.legend(fontsize=7, loc="lower right")
-        ax.set_title(summary_line(result, min_count).replace("; ", "\n", 1), fontsize=8)
+        ax.set_title(summary_line(result, min_count).replace("; ", "\n"), fontsize=8)
     fig.suptitle(f"CARU §2.2: the {top} lowest (blue) and highest (orange) word weights among tokens read "
                  f"{min_count}+ times, {split} split", fontsize=10)
     save_figure(fig, output)
