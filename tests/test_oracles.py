@@ -99,9 +99,11 @@ def test_mufuru_reset_bias_starts_at_one():
     assert torch.all(cell.bias[:4] == 1.0)
 
 
-def test_caru_matches_equations_4a_to_4e_on_hand_set_weights():
-    """Hidden size 1, input size 1: every quantity of eq. 4a–4e computed by hand."""
-    cell = CARU(1, 1)
+@pytest.mark.parametrize("word_weight", [True, False])
+def test_caru_matches_equations_4a_to_4e_on_hand_set_weights(word_weight: bool):
+    """Hidden size 1, input size 1: every quantity of eq. 4a–4e computed by hand; ``word_weight=False`` (the
+    ablation) is the same with l = z."""
+    cell = CARU(1, 1, word_weight=word_weight)
     w_vn, w_vz, b_vn, b_vz = 0.5, -1.0, 0.1, 0.2
     w_hn, w_hz, b_hn, b_hz = 2.0, 0.3, -0.4, 0.05
     cell.weight_ih.data = torch.tensor([[w_vn], [w_vz]])
@@ -119,7 +121,7 @@ def test_caru_matches_equations_4a_to_4e_on_hand_set_weights():
         xp = w_vn * v + b_vn                         # 4a
         n = math.tanh(w_hn * h + b_hn + xp)          # 4b
         z = sig(w_hz * h + b_hz + w_vz * v + b_vz)   # 4c
-        l = sig(xp) * z                              # 4d
+        l = sig(xp) * z if word_weight else z        # 4d
         h = (1 - l) * h + l * n                      # 4e
         expected.append(h)
     out, _ = _run(cell, torch.tensor([[[1.0], [-2.0], [0.5]]]))

@@ -32,12 +32,22 @@ class CARU(AffineCell):
     a zero state like every other cell (with h = 0 the first step gives
     l ⊙ tanh(x' + b_hn)).
 
-    Inside :meth:`recording_gates` every step records its word weight σ(x') and content weight z;
-    :func:`~lit_rnncells.nn.recording.content_adaptive_gates` runs a layer so and returns them.
+    ``word_weight=False`` is an ablation the paper does not run: l = z, eq. 4d without the word
+    weight σ(x') (x' still enters the candidate, 4b), so the cell is a GRU without its reset gate. It
+    separates the word weight from the reset gate CARU gives up, e.g. ``--cells CARU
+    "CARU(word_weight=false)"`` in ``compare``.
+
+    Inside :meth:`recording_gates` every step records its word weight σ(x') (ones under the
+    ablation) and content weight z; :func:`~lit_rnncells.nn.recording.content_adaptive_gates` runs a
+    layer so and returns them.
     """
 
     gates = 2
     _gate_log: Optional[List[Tuple[Tensor, Tensor]]] = None  # (σ(x'), z) of each step, inside recording_gates()
+
+    def __init__(self, input_size: int, hidden_size: int, word_weight: bool = True) -> None:
+        super().__init__(input_size, hidden_size)
+        self.word_weight = bool(word_weight)
 
     def project_input(self, x: Tensor) -> Tensor:
         return F.linear(x, self.weight_ih, self.bias_ih)  # [x', W_vz v + b_vz]
@@ -48,10 +58,17 @@ class CARU(AffineCell):
         feature = x_proj_t[:, :h]
         n = torch.tanh(gh[:, :h] + feature)
         z = torch.sigmoid(gh[:, h:] + x_proj_t[:, h:])
+        if not self.word_weight:  # the ablation: l = z
+            if self._gate_log is not None:
+                self._gate_log.append((torch.ones_like(z), z.detach()))
+            return torch.addcmul(state, z, n - state)
         word_weight = torch.sigmoid(feature)
         if self._gate_log is not None:
             self._gate_log.append((word_weight.detach(), z.detach()))
         return torch.addcmul(state, word_weight * z, n - state)
+
+    def extra_repr(self) -> str:
+        return f"{self.input_size}, {self.hidden_size}" + ("" if self.word_weight else ", word_weight=False")
 
     @contextmanager
     def recording_gates(self) -> Iterator[List[Tuple[Tensor, Tensor]]]:
