@@ -45,7 +45,7 @@ class CARU(AffineCell):
     gates = 2
     _gate_log: Optional[List[Tuple[Tensor, Tensor]]] = None  # (σ(x'), z) of each step, inside recording_gates()
 
-    def __init__(self, input_size: int, hidden_size: int, word_weight: bool = True) -> None:
+    def __init__(self, input_size: int, hidden_size: int, *, word_weight: bool = True) -> None:
         super().__init__(input_size, hidden_size)
         self.word_weight = bool(word_weight)
 
