@@ -149,7 +149,13 @@ def test_a_seq2seq_encoders_backward_direction_on_real_multi30k(tmp_path: Path) 
     ckpt = str(tmp_path / "s2s" / "checkpoints" / "last.ckpt")
     forward = caru_word_weights.checkpoint_word_weights(ckpt, split="val", limit=12)
     backward = caru_word_weights.checkpoint_word_weights(ckpt, split="val", limit=12, direction=1)
-    assert int(forward.counts.sum()) == int(backward.counts.sum()) > 12  # the same 12 sources, <eos> included
+    from lit_rnncells.analysis.common import checkpoint_datamodule
+    from lit_rnncells.data.checkpoint_state import read_checkpoint
+
+    dm = checkpoint_datamodule(ckpt, read_checkpoint(ckpt))
+    dm.setup("validate")
+    shortest = sorted(len(source) + 1 for source in dm.split("valid")["source"])[:12]  # <eos> included
+    assert int(forward.counts.sum()) == int(backward.counts.sum()) == sum(shortest)
     read = torch.nonzero(forward.counts).flatten()
     # first layer: the word weight is the word's alone, but each direction has its own W_vn
     assert not torch.allclose(forward.word_weight[read], backward.word_weight[read])

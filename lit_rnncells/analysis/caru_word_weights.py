@@ -169,7 +169,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--split", choices=SPLITS, default="test", help="which split to read (default test)")
     parser.add_argument("--layer", type=int, default=0, help="which recurrent layer's CARU (default 0)")
     parser.add_argument("--direction", type=int, default=0, help="which direction's CARU (default 0, forward)")
-    parser.add_argument("--limit", type=int, default=None, help="only the first N examples (default: all)")
+    parser.add_argument("--limit", type=int, default=None,
+                        help="only the first N examples of the evaluation loader, which sorts them by length: the "
+                             "N shortest (default: all)")
     parser.add_argument("--min_count", type=int, default=50,
                         help="rank only tokens read at least this many times (default 50)")
     parser.add_argument("--top", type=int, default=15, help="how many lowest and highest tokens to show (default 15)")
