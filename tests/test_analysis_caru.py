@@ -160,3 +160,26 @@ def test_a_seq2seq_encoders_backward_direction_on_real_multi30k(tmp_path: Path) 
     # first layer: the word weight is the word's alone, but each direction has its own W_vn
     assert not torch.allclose(forward.word_weight[read], backward.word_weight[read])
     assert forward.tokens[read[0]] and all(isinstance(t, str) for t in forward.tokens)
+
+
+def test_a_language_model_checkpoint_is_refused_in_one_line_without_its_data(tmp_path: Path,
+                                                                         capsys: pytest.CaptureFixture) -> None:
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    for split, animal in (("train", "cat"), ("valid", "dog"), ("test", "cow")):
+        (corpus / f"{split}.txt").write_text("".join(f"the {animal} sat on mat {i} .\n" for i in range(40)))
+    cli_main(["fit", "--config", str(ROOT / "configs/lm/ptb_char_gru.yaml"), *QUIET, "--model.init_args.cell",
+              "CARU", "--data.init_args.dataset", "text", "--data.init_args.level", "char",
+              "--data.init_args.data_dir", str(corpus),
+              "--data.init_args.batch_size", "2",
+              "--data.init_args.bptt", "8", "--model.init_args.embedding_size", "4",
+              "--model.init_args.hidden_size", "8", "--trainer.max_steps", "1", "--trainer.limit_val_batches", "2",
+              "--data.init_args.cache_dir", "", "--run_dir", str(tmp_path / "lm")])
+    for text in corpus.iterdir():  # the refusal needs no data
+        text.unlink()
+    capsys.readouterr()
+    assert analysis_main(["caru-word-weights", "--ckpt_path", str(tmp_path / "lm" / "checkpoints" / "last.ckpt"),
+                          "--output", str(tmp_path / "x.png")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == ("error: caru-word-weights reads a text classifier or a Seq2Seq encoder, not a LanguageModel; pass "
+                   "a checkpoint of configs/classification/*.yaml or configs/seq2seq/*.yaml.")

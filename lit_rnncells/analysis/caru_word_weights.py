@@ -78,21 +78,27 @@ def caru_cells() -> List[str]:
 Reader = Tuple[Any, Any, Callable[[Dict[str, Any]], Tuple[Tensor, Tensor]], Callable[[int], str]]
 
 
+def check_task(model: Any) -> None:
+    """One clear error for a task whose recurrent layer this figure does not read."""
+    if not isinstance(model, (SequenceClassifier, Seq2Seq)):
+        raise ValueError(f"caru-word-weights reads a text classifier or a Seq2Seq encoder, not a "
+                         f"{type(model).__name__}; pass a checkpoint of configs/classification/*.yaml or "
+                         "configs/seq2seq/*.yaml.")
+
+
 def task_reader(model: Any, dm: Any) -> Reader:
     """``(embedding, recurrent layer, batch → (ids, lengths), id → token text)`` for a checkpoint's task."""
+    check_task(model)
     if isinstance(model, SequenceClassifier):
         symbols = dm.vocab.symbols
         return model.embedding, model.rnn, lambda b: (b["tokens"], b["lengths"]), lambda i: symbols[i]
-    if isinstance(model, Seq2Seq):
-        tokenizer = dm.source_tokenizer
+    tokenizer = dm.source_tokenizer  # a Seq2Seq model's encoder
 
-        def piece(i: int) -> str:  # byte-level BPE marks a word's first piece with Ġ: shown as ▁
-            raw, text = tokenizer.tokens([i])[0], tokenizer.decode([i])
-            return raw if not text else "▁" + text if raw.startswith("Ġ") else text
+    def piece(i: int) -> str:  # byte-level BPE marks a word's first piece with Ġ: shown as ▁
+        raw, text = tokenizer.tokens([i])[0], tokenizer.decode([i])
+        return raw if not text else "▁" + text if raw.startswith("Ġ") else text
 
-        return model.source_embedding, model.encoder, lambda b: (b["source"], b["source_lengths"]), piece
-    raise ValueError(f"caru-word-weights reads a text classifier or a Seq2Seq encoder, not a {type(model).__name__}; "
-                     "pass a checkpoint of configs/classification/*.yaml or configs/seq2seq/*.yaml.")
+    return model.source_embedding, model.encoder, lambda b: (b["source"], b["source_lengths"]), piece
 
 
 def word_weights(model: Any, batches: Iterable[Dict[str, Any]], reader: Reader, vocab_size: int, label: str, *,
@@ -145,12 +151,13 @@ def checkpoint_word_weights(path: str, *, split: str = "test", layer: int = 0, d
                             limit: Optional[int] = None, data_dir: Optional[str] = None) -> WordWeights:
     """Load one checkpoint, rebuild its data and measure its CARU's word weights on ``split``."""
     model, checkpoint = load_task(path)
-    rnn = model.encoder if isinstance(model, Seq2Seq) else getattr(model, "rnn", None)
-    if rnn is not None and not 0 <= layer < rnn.num_layers:
+    check_task(model)
+    rnn = model.encoder if isinstance(model, Seq2Seq) else model.rnn
+    if not 0 <= layer < rnn.num_layers:
         raise ValueError(f"--layer must lie in [0, {rnn.num_layers - 1}], got {layer}.")
-    if rnn is not None and not 0 <= direction < rnn.num_directions:
+    if not 0 <= direction < rnn.num_directions:
         raise ValueError(f"--direction must lie in [0, {rnn.num_directions - 1}], got {direction}.")
-    if rnn is not None and not isinstance(rnn.cell(layer, direction), CARU):
+    if not isinstance(rnn.cell(layer, direction), CARU):
         raise ValueError(f"{path!r} has a {type(rnn.cell(layer, direction)).__name__} at layer {layer}, direction "
                          f"{direction}; caru-word-weights needs one of {', '.join(caru_cells())}.")
     dm = checkpoint_datamodule(path, checkpoint, data_dir)
