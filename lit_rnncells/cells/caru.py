@@ -1,8 +1,7 @@
 """CARU, the content-adaptive recurrent unit (Chan et al., ICONIP 2020 eq. 4a–4e)."""
 from __future__ import annotations
 
-from contextlib import contextmanager
-from typing import Iterator, List, Optional, Tuple
+from typing import ContextManager, List, Optional, Tuple
 
 import torch
 from torch import Tensor
@@ -10,6 +9,7 @@ from torch.nn import functional as F
 
 from .base import AffineCell
 from .deferred import deferred_linear
+from .recording import recording_into
 from .registry import register_cell
 
 
@@ -70,14 +70,8 @@ class CARU(AffineCell):
     def extra_repr(self) -> str:
         return f"{self.input_size}, {self.hidden_size}" + ("" if self.word_weight else ", word_weight=False")
 
-    @contextmanager
-    def recording_gates(self) -> Iterator[List[Tuple[Tensor, Tensor]]]:
+    def recording_gates(self) -> ContextManager[List[Tuple[Tensor, Tensor]]]:
         """Within the block, every step appends its detached word weight σ(x') and content weight z, each
         ``(B, H)`` (eq. 4d's two factors; their product is the content-adaptive gate l), to the yielded list.
         Prefer :func:`~lit_rnncells.nn.recording.content_adaptive_gates`."""
-        log: List[Tuple[Tensor, Tensor]] = []
-        previous, self._gate_log = self._gate_log, log
-        try:
-            yield log
-        finally:
-            self._gate_log = previous
+        return recording_into(self, "_gate_log")

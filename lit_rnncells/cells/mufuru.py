@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 from contextlib import contextmanager
-from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Callable, ContextManager, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import torch
 from torch import Tensor, nn
@@ -12,6 +12,7 @@ from torch.nn import functional as F
 
 from .base import RecurrentCell, State
 from .fusable import small_matmul
+from .recording import recording_into
 from .registry import register_cell
 
 CompositionOp = Callable[[Tensor, Tensor], Tensor]
@@ -191,16 +192,10 @@ class MuFuRU(RecurrentCell):
             return v
         return (s - v).abs() if k == 2 else s * v
 
-    @contextmanager
-    def recording_op_weights(self) -> Iterator[List[Tensor]]:
+    def recording_op_weights(self) -> ContextManager[List[Tensor]]:
         """Within the block, every step appends its detached op weights p ``(B, l, H)`` (ops in the
         order of ``self.ops``, eq. 3) to the yielded list. Prefer :func:`~lit_rnncells.nn.recording.composition_weights`."""
-        log: List[Tensor] = []
-        previous, self._op_weight_log = self._op_weight_log, log
-        try:
-            yield log
-        finally:
-            self._op_weight_log = previous
+        return recording_into(self, "_op_weight_log")
 
     def extra_repr(self) -> str:
         return f"{self.input_size}, {self.hidden_size}, ops={list(self.ops)}"

@@ -10,8 +10,7 @@ auxiliary loss.
 from __future__ import annotations
 
 import math
-from contextlib import contextmanager
-from typing import Any, Iterator, List, Optional, Tuple
+from typing import Any, ContextManager, List, Optional, Tuple
 
 import torch
 from torch import Tensor, nn
@@ -21,6 +20,7 @@ from .base import RecurrentCell, check_positive, check_probability
 from .classic import gru_update
 from .deferred import deferred_addmm, deferred_linear
 from .mzu_functions import ZoneFunctions
+from .recording import recording_into
 from .registry import register_cell
 
 
@@ -186,17 +186,11 @@ class MZU(RecurrentCell):
         size = self.hidden_size // self.zones
         return [slice(i * size, (i + 1) * size) for i in range(self.zones)]
 
-    @contextmanager
-    def recording_candidates(self) -> Iterator[List[Tuple[Tensor, Tensor]]]:
+    def recording_candidates(self) -> ContextManager[List[Tuple[Tensor, Tensor]]]:
         """Within the block, every step appends ``(h~ (B, L + 1, d_h), h (B, d_h))`` (detached) to the
         yielded list: the candidate activation of each depth (before ``candidate_dropout``) and the
         step's new state. Prefer :func:`~lit_rnncells.nn.recording.candidate_activations`, which uses this."""
-        log: List[Tuple[Tensor, Tensor]] = []
-        previous, self._candidate_log = self._candidate_log, log
-        try:
-            yield log
-        finally:
-            self._candidate_log = previous
+        return recording_into(self, "_candidate_log")
 
     def extra_repr(self) -> str:
         opts = [f"zones={self.zones}", f"filter_size={self.filter_size}",

@@ -7,7 +7,8 @@ order, batch first, zero at padded steps.
 """
 from __future__ import annotations
 
-from typing import Optional, Tuple, Union
+from contextlib import contextmanager
+from typing import Any, Iterator, List, Optional, Tuple, Union
 
 import torch
 from torch import Tensor, nn
@@ -16,6 +17,20 @@ from .base import RecurrentCell
 
 Entry = Union[Tensor, Tuple[Tensor, ...]]
 """What a cell records per step: one ``(B, ...)`` tensor or a tuple of them."""
+
+
+@contextmanager
+def recording_into(cell: nn.Module, attribute: str) -> Iterator[List[Any]]:
+    """Within the block, ``cell.<attribute>`` is a fresh list, yielded, that the cell's step appends its entry to;
+    what the attribute held before (``None`` outside any recording) is restored after it. The cells'
+    ``recording_*()`` context managers are this."""
+    log: List[Any] = []
+    previous = getattr(cell, attribute)
+    setattr(cell, attribute, log)
+    try:
+        yield log
+    finally:
+        setattr(cell, attribute, previous)
 
 
 def cell_in(module: nn.Module, kind: type, hook: str, layer: int = 0, direction: int = 0) -> RecurrentCell:
