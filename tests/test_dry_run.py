@@ -63,3 +63,22 @@ def test_a_dry_run_of_an_unknown_experiment_is_one_line(tmp_path, capsys):
                            str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert err == ("error: Unknown experiment(s) absa_restaurants of mzu at the paper's size; use ptb_char.\n")
+
+
+def test_compare_dry_run_names_the_runs_a_rerun_keeps(tmp_path, capsys):
+    """Runs gathered into one folder (or finished by an earlier call) are kept by the next call: its dry run says
+    which, and prints commands only for the runs still to train."""
+    tiny = ["--", "--data.init_args.train_size", "64", "--data.init_args.val_size", "16",
+            "--data.init_args.test_size", "16", "--model.init_args.hidden_size", "4"]
+    out = tmp_path / "runs"
+    assert compare_main(["--config", LOGIC, "--cells", "GRU", "--seed-list", "1", "--budget", "epochs=1", "--out",
+                         str(out), "--no-wandb", *tiny]) == 0
+    capsys.readouterr()
+    assert compare_main(["--config", LOGIC, "--cells", "GRU", "--seed-list", "1", "2", "--budget", "epochs=1",
+                         "--out", str(out), "--no-wandb", "--dry-run", *tiny]) == 0
+    lines = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("compare: ")]
+    assert lines[0] == "compare: [1/2] GRU-s1: finished earlier, kept"
+    assert lines[1].startswith("compare: [2/2] GRU-s2: python -m lit_rnncells fit ")
+    assert lines[2] == ("compare: dry run: 2 runs planned (1 finished earlier and kept) and their arguments parsed; "
+                        "nothing was run or written.")
+    assert not (out / "GRU-s2").exists()

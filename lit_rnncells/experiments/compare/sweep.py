@@ -16,6 +16,7 @@ from ..param_match import cell_name
 from .planning import (Budget, CompareError, RunSpec, check_arguments, check_cell, default_monitor, mode_of,
                        parse_vary, plan)
 from .options import DEPRECATED_NAMES, GROUPS, Launch, Matching, RunOptions, Selection
+from .folders import Resume, check_resumable, finished, saved_budget
 from .runner import LocalLauncher, run_specs
 
 CellSpec = Union[str, Dict[str, Any]]
@@ -128,7 +129,7 @@ def compare(config: str, cells: Sequence[CellSpec], seeds: Union[int, Sequence[i
                  runs.extra, runs.test_every_epoch, runs.no_wandb, log)
     check_arguments(specs)
     if launch.dry_run:
-        say_plan(specs, log)
+        say_plan(specs, check_resumable(specs), log)
         return []
     out.mkdir(parents=True, exist_ok=True)
     failed = [] if failed is None else failed
@@ -140,14 +141,26 @@ def compare(config: str, cells: Sequence[CellSpec], seeds: Union[int, Sequence[i
     return rows
 
 
-def say_plan(specs: Sequence[RunSpec], log: Any) -> None:
+def say_plan(specs: Sequence[RunSpec], resumes: Mapping[str, Resume], log: Any) -> None:
     """A dry run's output: each run's id and the command line that trains it as a run would (without the
-    runner's own additions: the time limit, the resumed checkpoint, the per-epoch tests)."""
+    runner's own additions: the time limit, the resumed checkpoint, the per-epoch tests); a run that finished
+    earlier is named as kept, one that goes on from a checkpoint says which (``resumes``:
+    :func:`.folders.check_resumable`, which has refused folders made with other settings)."""
+    kept = 0
     for i, spec in enumerate(specs, 1):
-        print(f"compare: [{i}/{len(specs)}] {spec.run_id}: python -m lit_rnncells fit "
+        folder, resume = Path(spec.folder), resumes.get(spec.folder)
+        if finished(folder) and resume is None:
+            kept += 1
+            print(f"compare: [{i}/{len(specs)}] {spec.run_id}: finished earlier, kept", file=log, flush=True)
+            continue
+        status = "" if resume is None else (
+            f" (finished {saved_budget(folder)} earlier; goes on to {spec.budget} from {resume[0]})"
+            if finished(folder) else f" (resumes from {resume[0]})")
+        print(f"compare: [{i}/{len(specs)}] {spec.run_id}{status}: python -m lit_rnncells fit "
               f"{' '.join(shlex.quote(a) for a in spec.cli_args())}", file=log, flush=True)
-    print(f"compare: dry run: {len(specs)} runs planned and their arguments parsed; nothing was run or written.",
-          file=log, flush=True)
+    planned = f"{len(specs)} runs planned" + (f" ({kept} finished earlier and kept)" if kept else "")
+    print(f"compare: dry run: {planned} and their arguments parsed; nothing was run or written.", file=log,
+          flush=True)
 
 
 def check_input(config: str, out: Union[str, Path]) -> None:
