@@ -172,7 +172,20 @@ def test_changed_model_flags_with_a_checkpoint_are_refused_or_listed(tmp_path, c
     assert "hidden_size=32 (checkpoint: 8) differ from the checkpoint" in line
     assert run(["test", *_logic(tmp_path), "--ckpt_path", str(logic_checkpoint),
                 "--model.init_args.cell", "CARU"]) == 2
-    assert "cell=CARU (checkpoint: MuFuRU(ops=" in error_line(capsys.readouterr().err)
+    assert "cell=CARU (checkpoint: MuFuRU) differ" in error_line(capsys.readouterr().err)  # default options unsaid
+
+
+def test_a_checkpoint_saved_before_its_cell_gained_an_option_is_the_same_cell():
+    """A CARU checkpoint from before ``word_weight`` existed holds no options; the config's CARU has the default,
+    so the two are the same cell (testing such a checkpoint was refused); a non-default option still differs."""
+    from lit_rnncells.command.checkpoint_options import compare_with_checkpoint
+
+    saved = {"cell": {"class_path": "CARU", "init_args": {}}, "hidden_size": 8}
+    given = {"cell": {"class_path": "lit_rnncells.cells.CARU", "init_args": {"word_weight": True}}, "hidden_size": 8}
+    compare_with_checkpoint(given, saved, "old.ckpt")
+    given["cell"]["init_args"]["word_weight"] = False
+    with pytest.raises(ValueError, match=r"cell=CARU\(word_weight=False\) \(checkpoint: CARU\) differ"):
+        compare_with_checkpoint(given, saved, "old.ckpt")
 
 
 @pytest.mark.real_data

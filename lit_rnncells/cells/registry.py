@@ -128,6 +128,21 @@ def cell_options(cls: type) -> List[str]:
     return names
 
 
+def cell_defaults(cls: type) -> Dict[str, Any]:
+    """A cell's constructor options that have a default, with it (the same walk as :func:`cell_options`)."""
+    defaults: Dict[str, Any] = {}
+    for klass in cls.__mro__:
+        init = klass.__dict__.get("__init__")
+        if init is None:
+            continue
+        params = list(inspect.signature(init).parameters.values())
+        defaults.update({p.name: p.default for p in params if p.default is not p.empty and p.name not in defaults
+                         and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)})
+        if not any(p.kind == p.VAR_KEYWORD for p in params):
+            break
+    return defaults
+
+
 def build_cell(name: str, input_size: int, hidden_size: int, **options: Any) -> RecurrentCell:
     """Build a registered cell by name: ``build_cell("gru", 128, 256)``."""
     return get_cell(name)(input_size, hidden_size, **options)

@@ -10,6 +10,8 @@ from typing import Any, Dict
 
 from lightning.pytorch.utilities import rank_zero_warn
 
+from ..cells.registry import UnknownCellError, cell_defaults, get_cell
+
 DATA_TO_MODEL_LINKS = ("vocab_size", "num_classes", "pad_id", "source_vocab_size", "target_vocab_size",
                        "bos_id", "eos_id")
 """Sizes that come from the data flow into the model when the model has a parameter of that name; against a
@@ -19,11 +21,13 @@ SHAPE_NAMES = ("cell", "bidirectional", "tie_weights", "tie_target_embedding", "
 
 
 def _plain(value: Any) -> Any:
-    """A comparable form of a config or hparams value: cells by class name, namespaces as dicts."""
+    """A comparable form of a config or hparams value: cells by class name with the options that differ from
+    their defaults (a checkpoint saved before a cell gained an option holds none), namespaces as dicts."""
     if hasattr(value, "as_dict"):
         value = value.as_dict()
     if isinstance(value, dict) and "class_path" in value:
-        return (str(value["class_path"]).rsplit(".", 1)[-1], _plain(value.get("init_args") or {}))
+        class_path = str(value["class_path"])
+        return (class_path.rsplit(".", 1)[-1], _without_defaults(class_path, _plain(value.get("init_args") or {})))
     if isinstance(value, dict):
         return {k: _plain(v) for k, v in value.items()}
     if isinstance(value, str) and value and value[0].isupper():
@@ -31,6 +35,16 @@ def _plain(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
     return value
+
+
+def _without_defaults(class_path: str, options: Dict[str, Any]) -> Dict[str, Any]:
+    """``options`` of the cell at ``class_path`` less those equal to the cell's defaults; all of them for a
+    class that is not a cell."""
+    try:
+        defaults = cell_defaults(get_cell(class_path))
+    except UnknownCellError:
+        return options
+    return {k: v for k, v in options.items() if k not in defaults or v != _plain(defaults[k])}
 
 
 def _show(value: Any) -> str:
