@@ -218,7 +218,7 @@ def test_changed_sizes_with_a_checkpoint(earlier, workdir, capsys):
 
 def test_another_cell_with_a_checkpoint(earlier, workdir, capsys):
     expect_error(capsys, workdir, ["test", "--config", LOGIC, *TINY_LOGIC, "--ckpt_path", str(earlier["logic"]),
-                                   "--model.init_args.cell", "GRU"], "cell=GRU (checkpoint: MuFuRU(")
+                                   "--model.init_args.cell", "GRU"], "cell=GRU (checkpoint: MuFuRU) differ")
 
 
 @pytest.mark.real_data
