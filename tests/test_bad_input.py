@@ -879,6 +879,32 @@ def test_variable_bptt_with_a_fractional_validation_interval(workdir, capsys):
                  "number of training batches", code=2)
 
 
+PLATEAU = ["--model.init_args.lr_scheduler", "torch.optim.lr_scheduler.ReduceLROnPlateau", "--trainer.max_epochs",
+           "2", "--trainer.max_steps", "-1", "--trainer.limit_train_batches", "2"]
+
+
+@pytest.mark.parametrize("no_validation, message", [
+    (["--trainer.limit_val_batches", "0"], "--trainer.limit_val_batches 0 turns validation off"),
+    (["--trainer.limit_val_batches", "0.0"], "--trainer.limit_val_batches 0 turns validation off"),
+    (["--trainer.check_val_every_n_epoch", "2"], "--trainer.check_val_every_n_epoch 2 leaves epochs without"),
+])
+def test_a_plateau_scheduler_without_validation(workdir, capsys, no_validation, message):
+    """Lightning stopped at the end of the first epoch, in a traceback ("ReduceLROnPlateau conditioned on metric
+    val/loss which is not available"), after that epoch's training."""
+    expect_error(capsys, workdir, ["fit", *corpus_args(write_corpus(workdir / "corpus")), *PLATEAU, *no_validation],
+                 message, "the ReduceLROnPlateau scheduler steps on val/loss", "--model.init_args.lr_scheduler null",
+                 code=2)
+
+
+def test_a_plateau_scheduler_on_a_training_metric_needs_no_validation(workdir, capsys):
+    """The check refuses only a validation metric: a plateau on train/loss trains both epochs with validation off."""
+    code = run(["fit", *corpus_args(write_corpus(workdir / "corpus")), *PLATEAU, "--trainer.limit_val_batches", "0",
+                "--model.init_args.scheduler_monitor", "train/loss", "--trainer.logger", "false",
+                "--trainer.default_root_dir", str(workdir / "runs")])
+    assert code == 0, capsys.readouterr().err[-2000:]
+    assert len(list((workdir / "runs").rglob("*.ckpt"))) >= 1
+
+
 def run_unprivileged(args: List[str], cwd: Path, env: Optional[Dict[str, str]] = None):
     """``python -m lit_rnncells <args>`` in a subprocess where folder permissions hold: as root, through
     ``setpriv`` without capabilities (so a read-only folder is read-only); skipped when that is not possible."""

@@ -3,6 +3,7 @@ without a GPU is one error line (not Lightning's 40-line traceback), and every r
 parameters its model has and where it runs, warning when a GPU-sized model is about to train on a CPU."""
 from __future__ import annotations
 
+import importlib
 import inspect
 import sys
 from pathlib import Path
@@ -87,6 +88,48 @@ def check_validation_interval(trainer_config: Any, data_config: Any) -> None:
                          "--data.init_args.variable_bptt true the windows have random lengths, so an epoch's number "
                          "of batches is not known in advance; give val_check_interval as a number of training "
                          "batches (an int, e.g. 500) or 1.0, or set variable_bptt false.")
+
+
+def _plateau_scheduler(model_config: Any) -> bool:
+    """Whether the model config builds a ``ReduceLROnPlateau`` (or a subclass): the one scheduler Lightning steps on
+    a monitored metric."""
+    init_args = model_config.get("init_args") if getattr(model_config, "get", None) is not None else None
+    scheduler = init_args.get("lr_scheduler") if getattr(init_args, "get", None) is not None else None
+    class_path = scheduler.get("class_path") if getattr(scheduler, "get", None) is not None else None
+    if not isinstance(class_path, str):
+        return False
+    module_name, _, name = class_path.rpartition(".")
+    try:
+        cls = getattr(importlib.import_module(module_name), name)
+    except (ImportError, AttributeError, ValueError):
+        return name == "ReduceLROnPlateau"
+    return isinstance(cls, type) and issubclass(cls, torch.optim.lr_scheduler.ReduceLROnPlateau)
+
+
+def check_validation_for_scheduler(trainer_config: Any, model_config: Any) -> None:
+    """A ``ReduceLROnPlateau`` watching a validation metric needs a validation before each epoch's end: with
+    ``limit_val_batches 0`` or ``check_val_every_n_epoch`` above 1 Lightning stops at the end of the first
+    epoch in a traceback (the metric is "not available"). Refuse it here, before training."""
+    if trainer_config is None or not _plateau_scheduler(model_config):
+        return
+    init_args = model_config.get("init_args")
+    monitor = init_args.get("scheduler_monitor", "val/loss") if getattr(init_args, "get", None) is not None \
+        else "val/loss"
+    if not (isinstance(monitor, str) and monitor.startswith("val/")):
+        return
+    limit = trainer_config.get("limit_val_batches")
+    every = trainer_config.get("check_val_every_n_epoch")
+    if isinstance(limit, (int, float)) and not isinstance(limit, bool) and limit == 0:
+        problem, fix = "--trainer.limit_val_batches 0 turns validation off", "keep some validation batches (e.g. " \
+                                                                          "--trainer.limit_val_batches 2)"
+    elif isinstance(every, int) and not isinstance(every, bool) and every > 1:
+        problem, fix = (f"--trainer.check_val_every_n_epoch {every} leaves epochs without validation",
+                        "validate every epoch (--trainer.check_val_every_n_epoch 1)")
+    else:
+        return
+    raise ValueError(f"{problem}, but the ReduceLROnPlateau scheduler steps on {monitor} at each epoch's end "
+                     f"(--model.init_args.scheduler_monitor); {fix}, or train without it "
+                     "(--model.init_args.lr_scheduler null).")
 
 
 def _size_options(model: LightningModule) -> List[str]:
