@@ -164,6 +164,14 @@ CLI_PROBES = {
         "Unknown DataModule class 'LogicDataModul' (--data). Did you mean 'LogicDataModule'? Known:",
         "LanguageModelDataModule, LogicDataModule, TranslationDataModule;"]),
     "a class that is not a task": (["--model", "torch.nn.Linear"], ["'torch.nn.Linear' is not a task class (--model)"]),
+    # Lightning divided by it at the first training step (ZeroDivisionError, a traceback)
+    "validation every 0 batches": (["--trainer.val_check_interval", "0"],
+                                   ["--trainer.val_check_interval 0 is not a positive number", "e.g. 0.25"]),
+    # Lightning's Trainer raised MisconfigurationException while being built: a traceback, not a sentence
+    "checkpointing off beside a ModelCheckpoint": (
+        ["--trainer.callbacks+=ModelCheckpoint", "--trainer.enable_checkpointing", "false"],
+        ["Lightning's Trainer refuses these trainer options: Trainer was configured with `enable_checkpointing=False`"
+         " but found `ModelCheckpoint` in callbacks list;", "change the --trainer options"]),
 }
 
 

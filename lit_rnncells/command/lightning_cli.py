@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Union
 
 import torch
+from lightning.fabric.utilities.exceptions import MisconfigurationException
 from lightning.pytorch import LightningModule, Trainer
 from lightning.pytorch.accelerators import CPUAccelerator
 from lightning.pytorch.callbacks import ModelCheckpoint, ProgressBar
@@ -278,7 +279,11 @@ class LitRNNCellsCLI(LightningCLI):
         if config.get("enable_progress_bar") is not False and wants_line_progress() \
                 and not any(isinstance(c, ProgressBar) for c in [*given, *callbacks]):
             callbacks = [*callbacks, LineProgress()]
-        return super()._instantiate_trainer(config, callbacks)
+        try:
+            return super()._instantiate_trainer(config, callbacks)
+        except MisconfigurationException as error:  # options that do not fit together, before any work
+            raise ValueError(f"Lightning's Trainer refuses these trainer options: {str(error).strip().rstrip('.')}; "
+                             "change the --trainer options (or the config's trainer section) it names.") from error
 
     def instantiate_classes(self) -> None:
         super().instantiate_classes()

@@ -79,10 +79,15 @@ def check_predict_output(config: Any) -> None:
         check_not_an_input(output, "--predict_output", {"--data.init_args.predict_file": source})
 def check_validation_interval(trainer_config: Any, data_config: Any) -> None:
     """``variable_bptt`` windows have random lengths, so Lightning cannot know an epoch's number of batches and
-    refuses a fractional ``val_check_interval`` only once training starts (a 60-line traceback): refuse it here."""
+    refuses a fractional ``val_check_interval`` only once training starts (a 60-line traceback): refuse it here, and an
+    interval of 0 or less (Lightning divided by it at the first step: ``ZeroDivisionError``)."""
     init_args = data_config.get("init_args") if getattr(data_config, "get", None) is not None else None
     variable = init_args.get("variable_bptt") if getattr(init_args, "get", None) is not None else None
     interval = trainer_config.get("val_check_interval") if trainer_config is not None else None
+    if isinstance(interval, (int, float)) and not isinstance(interval, bool) and interval <= 0:
+        raise ValueError(f"--trainer.val_check_interval {interval} is not a positive number; give a number of "
+                         "training batches between validations (an int, e.g. 500) or a fraction of an epoch in "
+                         "(0, 1], e.g. 0.25.")
     if variable is True and isinstance(interval, float) and interval != 1.0:
         raise ValueError(f"--trainer.val_check_interval {interval} is a fraction of an epoch, but with "
                          "--data.init_args.variable_bptt true the windows have random lengths, so an epoch's number "
