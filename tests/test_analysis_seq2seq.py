@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 from pathlib import Path
 from typing import Dict, List
 
@@ -15,6 +16,7 @@ import torch
 
 from lit_rnncells.analysis import alignment, bleu_by_length, channel_attention
 from lit_rnncells.analysis.__main__ import main as analysis_main
+from lit_rnncells.analysis.common import checkpoint_labels
 from lit_rnncells.cells.mcrnn import channel_attention as cell_channel_attention
 from lit_rnncells.cli import main as cli_main
 from lit_rnncells.data.subword import EOS_ID
@@ -209,6 +211,29 @@ def test_bleu_by_length_partitions_the_sentences_and_scores_each_bucket(checkpoi
     assert whole["counts"] == [10, 0]
     assert whole["bleu"][name][0] == pytest.approx(whole["overall"][name])
     assert whole["overall"][name] == pytest.approx(result["overall"][name])
+
+
+def test_checkpoint_labels_name_the_folders_that_tell_two_runs_apart() -> None:
+    labels = checkpoint_labels(["/r/caru/CARU-h128-s1/best/best.ckpt", "/r/ablation/CARU-h128-s1/best/best.ckpt",
+                                "/r/x/GRU/checkpoints/last.ckpt"])
+    assert labels == ["caru/CARU-h128-s1/best.ckpt", "ablation/CARU-h128-s1/best.ckpt", "GRU/last.ckpt"]
+    assert checkpoint_labels(["/a/b/run/checkpoints/x.ckpt", "/c/b/run/checkpoints/x.ckpt"]) == \
+        ["a/b/run/x.ckpt", "c/b/run/x.ckpt"]  # as many folders as it takes
+    assert checkpoint_labels(["/r/a/run/best.ckpt", "/r/a/run/best.ckpt"]) == ["run/best.ckpt"] * 2  # one file
+
+
+def test_bleu_by_length_rows_of_two_sweeps_runs_of_the_same_name(checkpoints: Dict[str, str], tmp_path: Path,
+                                                                 data: Path) -> None:
+    """The same run folder and file name in two sweeps got one title ("run/x.ckpt" and "run/x.ckpt'")."""
+    copies = []
+    for sweep in ("sweep_a", "sweep_b"):
+        folder = tmp_path / sweep / "GRU-h16-s1" / "best"
+        folder.mkdir(parents=True)
+        copies.append(str(shutil.copy(checkpoints["gru"], folder / "best.ckpt")))
+    args = argparse.Namespace(ckpt_path=copies, split="test", buckets="1000", beam_size=1, limit=4,
+                              data_dir=str(data / "multi30k"), batch_size=4, output=str(tmp_path / "b.png"))
+    result = bleu_by_length.run(args)
+    assert sorted(result["bleu"]) == ["sweep_a/GRU-h16-s1/best.ckpt", "sweep_b/GRU-h16-s1/best.ckpt"]
 
 
 def test_bleu_by_length_errors(checkpoints: Dict[str, str], tmp_path: Path, capsys: pytest.CaptureFixture) -> None:

@@ -22,7 +22,7 @@ from typing import Any, Dict, List, Sequence
 import torch
 
 from .. import metrics
-from .common import checkpoint_label, figure, load_task, save_figure
+from .common import checkpoint_labels, figure, load_task, save_figure
 from ..data.translation import TranslationDataModule
 from ..tasks.seq2seq import Seq2Seq
 
@@ -105,7 +105,7 @@ def run(args: argparse.Namespace) -> Dict[str, Any]:
     labels = bucket_labels(edges)
     corpus = None
     result: Dict[str, Any] = {"labels": labels, "bleu": {}, "overall": {}}
-    for path in args.ckpt_path:
+    for path, label in zip(args.ckpt_path, checkpoint_labels(args.ckpt_path)):
         model, checkpoint = load_task(path, Seq2Seq)
         dm = _datamodule(path, checkpoint, args.data_dir, args.limit)
         model.set_tokenizers(dm.source_tokenizer, dm.target_tokenizer)
@@ -123,8 +123,8 @@ def run(args: argparse.Namespace) -> Dict[str, Any]:
             raise ValueError(f"{path!r} evaluates other {args.split} sentences than {args.ckpt_path[0]!r}; compare "
                              "checkpoints of the same corpus and direction (or set --data_dir / --limit).")
         hyps = decode_split(model, dm, args.split, args.batch_size)
-        name = checkpoint_label(path)
-        while name in result["bleu"]:  # two runs with the same folder/file name stay apart
+        name = label  # two runs with the same folder/file name are told apart by the folders above
+        while name in result["bleu"]:  # the same checkpoint given twice
             name += "'"
         result["bleu"][name] = [metrics.sacrebleu_corpus([hyps[i] for i in m], [refs[i] for i in m])[0] if m
                                 else math.nan for m in members]

@@ -26,7 +26,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 import torch
 from torch import Tensor
 
-from .common import checkpoint_datamodule, checkpoint_label, figure, load_task, save_figure
+from .common import checkpoint_datamodule, checkpoint_label, checkpoint_labels, figure, load_task, save_figure
 from ..cells.caru import CARU
 from ..cells.registry import available_cells, get_cell
 from ..nn.recording import content_adaptive_gates
@@ -148,8 +148,10 @@ def limited(batches: Iterable[Dict[str, Any]], ids_of: Callable[[Dict[str, Any]]
 
 
 def checkpoint_word_weights(path: str, *, split: str = "test", layer: int = 0, direction: int = 0,
-                            limit: Optional[int] = None, data_dir: Optional[str] = None) -> WordWeights:
-    """Load one checkpoint, rebuild its data and measure its CARU's word weights on ``split``."""
+                            limit: Optional[int] = None, data_dir: Optional[str] = None,
+                            label: Optional[str] = None) -> WordWeights:
+    """Load one checkpoint, rebuild its data and measure its CARU's word weights on ``split`` (``label``: its
+    name in the figure and the printed line, by default :func:`~.common.checkpoint_label`)."""
     model, checkpoint = load_task(path)
     check_task(model)
     rnn = model.encoder if isinstance(model, Seq2Seq) else model.rnn
@@ -166,7 +168,8 @@ def checkpoint_word_weights(path: str, *, split: str = "test", layer: int = 0, d
     loader = dm.test_dataloader() if split == "test" else dm.val_dataloader()
     vocab_size = model.embedding.num_embeddings if isinstance(model, SequenceClassifier) else \
         model.source_embedding.num_embeddings
-    return word_weights(model, limited(loader, reader[2], limit), reader, vocab_size, checkpoint_label(path),
+    return word_weights(model, limited(loader, reader[2], limit), reader, vocab_size,
+                        label or checkpoint_label(path),
                         layer=layer, direction=direction)
 
 
@@ -198,7 +201,8 @@ def run(args: argparse.Namespace) -> List[WordWeights]:
         raise FileNotFoundError(f"--data_dir {args.data_dir!r} does not exist; pass the folder holding the data, or "
                                 "leave it out to use the folder saved in the checkpoint.")
     results = [checkpoint_word_weights(path, split=args.split, layer=args.layer, direction=args.direction,
-                                       limit=args.limit, data_dir=args.data_dir) for path in args.ckpt_path]
+                                       limit=args.limit, data_dir=args.data_dir, label=label)
+               for path, label in zip(args.ckpt_path, checkpoint_labels(args.ckpt_path))]
     for result in results:
         if not len(result.frequent(args.min_count)):
             raise ValueError(f"No token of {result.label} is read {args.min_count} times in the {args.split} split; "

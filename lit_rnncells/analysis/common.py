@@ -6,7 +6,7 @@ import importlib
 import inspect
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from lightning.pytorch import LightningModule
 
@@ -124,3 +124,29 @@ def checkpoint_label(path: str | Path) -> str:
     ``checkpoints/`` or the comparison runner's ``best/`` folder)."""
     p = Path(path)
     return f"{p.parent.parent.name}/{p.name}" if p.parent.name in ("checkpoints", "best") else f"{p.parent.name}/{p.name}"
+
+
+def checkpoint_labels(paths: Sequence[str | Path]) -> List[str]:
+    """:func:`checkpoint_label` of each checkpoint, with as many further folders above it as make the labels of
+    ``paths`` differ: ``caru/CARU-h128-s1/best.ckpt`` and ``ablation/CARU-h128-s1/best.ckpt`` for the same run of
+    two sweeps, which one label would not tell apart. The same file given twice keeps one label."""
+    resolved = [Path(path).expanduser().resolve() for path in paths]
+    labels = [checkpoint_label(path) for path in paths]
+    while True:
+        clashing = {label for label in labels if len({r for r, other in zip(resolved, labels) if other == label}) > 1}
+        if not clashing:
+            return labels
+        grew = False
+        for i, label in enumerate(labels):
+            above = _folder_above(resolved[i], label) if label in clashing else None
+            if above:
+                labels[i], grew = f"{above}/{label}", True
+        if not grew:  # the same label up to the root: the whole paths tell them apart
+            return [str(r) for r in resolved]
+
+
+def _folder_above(path: Path, label: str) -> Optional[str]:
+    """The folder of ``path`` just above the part that ``label`` names (``None`` at the root)."""
+    named = len(Path(label).parts) + (1 if path.parent.name in ("checkpoints", "best") else 0)
+    parents = path.parts[:-named]
+    return parents[-1] if parents and parents[-1] != path.anchor else None
