@@ -10,6 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+import torch
 
 from lit_rnncells import compare as cmp
 from lit_rnncells.analysis import common
@@ -367,6 +368,32 @@ def test_a_setting_a_spec_json_lacks_counts_as_its_default(tmp_path):
     (tmp_path / "spec.json").write_text(json.dumps(saved))
     assert spec_differences(tmp_path, spec) == []
     assert spec_differences(tmp_path, cmp.RunSpec(**{**asdict(spec), "extra": ["--x", "1"]})) == ["extra"]
+
+
+def test_keep_epoch_checkpoints_keeps_each_tested_epoch_and_is_not_a_setting(sweep, tmp_path):
+    """By default the epochs' checkpoints are deleted once tested (the sweep above); kept, there is one per epoch,
+    each loadable with its epoch's weights, and a resume that changes the flag is not a run with other settings."""
+    from dataclasses import asdict
+
+    from lit_rnncells.experiments.compare.folders import spec_differences
+
+    assert not list(sweep[0].rglob("epochs/*.ckpt"))
+    rows = cmp.compare(CONFIG, ["GRU"], seeds=[1], budget="epochs=2", out=tmp_path / "kept",
+                       matching=cmp.Matching(hidden_size=4), log=io.StringIO(),
+                       runs=cmp.RunOptions(extra=TINY, test_every_epoch=True, env=ENV, keep_epoch_checkpoints=True))
+    folder = tmp_path / "kept" / rows[0]["run_id"]
+    kept = sorted((folder / "epochs").glob("*.ckpt"))
+    assert [p.name for p in kept] == ["epoch=0-step=2.ckpt", "epoch=1-step=4.ckpt"]
+    weights = [torch.load(p, map_location="cpu", weights_only=True)["state_dict"] for p in kept]
+    assert any(not torch.equal(weights[0][k], weights[1][k]) for k in weights[0])
+    spec = cmp.RunSpec(**json.loads((folder / "spec.json").read_text()))
+    assert spec.keep_epoch_checkpoints
+    assert spec_differences(folder, cmp.RunSpec(**{**asdict(spec), "keep_epoch_checkpoints": False})) == []
+    with pytest.raises(cmp.CompareError, match="--keep-epoch-checkpoints keeps the epochs' checkpoints that "
+                                               "--test-every-epoch writes"):
+        cmp.compare(CONFIG, ["GRU"], seeds=[1], budget="epochs=1", out=tmp_path / "refused",
+                    runs=cmp.RunOptions(extra=TINY, keep_epoch_checkpoints=True))
+    assert not (tmp_path / "refused").exists()
 
 
 def test_a_config_path_written_relative_or_absolute_is_the_same_setting(tmp_path):

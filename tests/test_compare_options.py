@@ -95,7 +95,7 @@ def test_help_shows_one_argument_group_per_option_group():
     parser = cmp.build_parser()
     by_title = {g.title: {a.dest for a in g._group_actions} for g in parser._action_groups}
     flagged = {"matching": {"match_params", "hidden_size"}, "selection": {"monitor", "mode"},
-               "runs": {"test_every_epoch", "no_wandb"}, "launch": {"jobs", "launcher"}}
+               "runs": {"test_every_epoch", "no_wandb", "keep_epoch_checkpoints"}, "launch": {"jobs", "launcher"}}
     for name, group_type in cmp.GROUPS.items():
         title = f"{name} (compare's {name}={group_type.__name__}(...))"
         assert flagged[name] <= by_title[title]

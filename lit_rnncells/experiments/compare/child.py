@@ -131,13 +131,15 @@ def check_kept_a_checkpoint(spec: RunSpec, best: Any, trainer: Any) -> None:
                            "with a validation metric the model logs (e.g. val/acc or val/loss).")
 
 
-def record_epoch_tests(folder: Path, trainer: Any, model: Any, datamodule: Any, curves: Any) -> None:
-    """Test each epoch's checkpoint in order into the curves, deleting each after (the numbers are kept)."""
+def record_epoch_tests(folder: Path, trainer: Any, model: Any, datamodule: Any, curves: Any, keep: bool = False) -> None:
+    """Test each epoch's checkpoint in order into the curves, deleting each after (the numbers are kept) unless
+    ``keep``."""
     for path in sorted((folder / "epochs").glob("*.ckpt"), key=lambda p: int(re.search(r"epoch=(\d+)", p.name)[1])):
         found = re.search(r"epoch=(\d+)-step=(\d+)", path.name)
         metrics = trainer.test(model, datamodule=datamodule, ckpt_path=str(path), verbose=False)[0]
         curves.add_test(int(found[1]), int(found[2]), metrics)
-        path.unlink()  # the numbers are kept; the weights would fill the disk
+        if not keep:
+            path.unlink()  # the numbers are kept; the weights would fill the disk
 
 
 def add_callbacks(spec: RunSpec, trainer: Any) -> tuple:
@@ -195,7 +197,7 @@ def run_child(spec: RunSpec, ckpt_path: Optional[str] = None, time_limit: Option
     check_kept_a_checkpoint(spec, best, trainer)
     steps, epochs = int(trainer.global_step), full_epochs(trainer)
     if per_epoch is not None:
-        record_epoch_tests(folder, trainer, model, cli.datamodule, curves)
+        record_epoch_tests(folder, trainer, model, cli.datamodule, curves, keep=spec.keep_epoch_checkpoints)
     tested = trainer.test(model, datamodule=cli.datamodule, ckpt_path=best.best_model_path, verbose=False)[0]
     own_cell = model.hparams.get("cell")
     cell = spec.cell if spec.cell is not None else own_cell if isinstance(own_cell, (str, dict)) \

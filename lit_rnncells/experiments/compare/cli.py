@@ -61,6 +61,9 @@ def add_group_options(ap: argparse.ArgumentParser) -> None:
     runs = argument_group(ap, "runs")
     runs.add_argument("--test-every-epoch", action="store_true",
                       help="also test each epoch's checkpoint (test metric per epoch, CARU Fig. 2)")
+    runs.add_argument("--keep-epoch-checkpoints", action="store_true",
+                      help="with --test-every-epoch: keep each epoch's checkpoint in <run>/epochs/ after testing it "
+                           "(default: deleted, the test numbers kept)")
     runs.add_argument("--no-wandb", action="store_true", help="runs log nothing (--trainer.logger false)")
     launch = argument_group(ap, "launch")
     launch.add_argument("--jobs", type=int, default=1, metavar="N",
@@ -77,7 +80,8 @@ def groups_of(args: argparse.Namespace, extra: Sequence[str], out: Path) -> Dict
     launcher is built, and checked against the cluster, here."""
     launcher = slurm_launcher(args, out) if args.launcher == "slurm" else None
     return {"matching": Matching(args.match_params, args.hidden_size), "selection": Selection(args.monitor, args.mode),
-            "runs": RunOptions(list(extra), args.test_every_epoch, args.no_wandb),
+            "runs": RunOptions(list(extra), args.test_every_epoch, args.no_wandb,
+                               keep_epoch_checkpoints=args.keep_epoch_checkpoints),
             "launch": Launch(launcher, args.jobs, args.dry_run)}
 
 

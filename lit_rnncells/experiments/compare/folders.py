@@ -41,6 +41,11 @@ def resume_checkpoint(folder: Path) -> Resume:
     return None
 
 
+NOT_SETTINGS = ("folder", "keep_epoch_checkpoints")
+"""What of a :class:`RunSpec` may change between a run and its resume: where it lives, and whether the epochs'
+checkpoints are kept after their tests (no number depends on either)."""
+
+
 def spec_differences(folder: Path, spec: RunSpec) -> List[str]:
     """The settings in which ``spec`` differs from the one the run in ``folder`` was started with (its
     ``spec.json``; the folder's own path aside, so a moved ``--out`` still resumes)."""
@@ -50,7 +55,7 @@ def spec_differences(folder: Path, spec: RunSpec) -> List[str]:
         return ["spec.json (missing or unreadable)"]
     now, defaults = asdict(spec), spec_defaults()
     # a setting spec.json lacks (it was written before the setting existed) has its default
-    return [key for key in now if key != "folder"
+    return [key for key in now if key not in NOT_SETTINGS
             and not same_setting(key, saved.get(key, defaults.get(key)), json.loads(json.dumps(now[key])))]
 
 

@@ -52,12 +52,15 @@ class RunOptions:
         test_every_epoch: also test each epoch's checkpoint (the test metric per epoch, CARU Fig. 2).
         no_wandb: runs log nothing (``--trainer.logger false``).
         env: environment variables set on top of this process's for every run.
+        keep_epoch_checkpoints: with ``test_every_epoch``, keep each epoch's checkpoint in ``<run>/epochs/`` after
+            testing it (for analyses over training; by default they are deleted, the numbers kept).
     """
 
     extra: Sequence[str] = ()
     test_every_epoch: bool = False
     no_wandb: bool = False
     env: Optional[Dict[str, str]] = None
+    keep_epoch_checkpoints: bool = False
 
 
 @dataclass(frozen=True)

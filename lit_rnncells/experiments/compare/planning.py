@@ -147,6 +147,7 @@ class RunSpec:
     no_wandb: bool = False
     extra: List[str] = field(default_factory=list)
     match: Optional[Dict[str, Any]] = None
+    keep_epoch_checkpoints: bool = False  # not a setting of the run's results: a resume may change it
 
     def cli_args(self) -> List[str]:
         # --run_dir: the run's checkpoints and logs stay in its folder under --out (docs/runs.md)
@@ -211,7 +212,7 @@ def check_within_reach(counter: ParamCounter, cells: Sequence[Any], matches: Dic
 def plan(config: str, cells: Sequence[Any], seeds: Sequence[int], budget: Budget, out: Path,
          grid: List[Tuple[str, List[str]]], hidden_size: Optional[int], match_params: Optional[str],
          monitor: str, mode: str, extra: Sequence[str], test_every_epoch: bool, no_wandb: bool,
-         log: Any = None) -> List[RunSpec]:
+         log: Any = None, *, keep_epoch_checkpoints: bool = False) -> List[RunSpec]:
     """Every grid point x cell x seed as a :class:`RunSpec`, hidden sizes matched per grid point (reported on
     ``log``, default the current ``sys.stderr``)."""
     log = sys.stderr if log is None else log
@@ -232,7 +233,8 @@ def plan(config: str, cells: Sequence[Any], seeds: Sequence[int], budget: Budget
                 specs.append(RunSpec(run_id=run_id, folder=str(out / run_id), config=config, cell=cell, seed=seed,
                                      grid=point, hidden_size=hidden, budget=str(budget), monitor=monitor, mode=mode,
                                      test_every_epoch=test_every_epoch, no_wandb=no_wandb, extra=list(extra),
-                                     match=None if match is None else {**asdict(match), "gap": match.gap}))
+                                     match=None if match is None else {**asdict(match), "gap": match.gap},
+                                     keep_epoch_checkpoints=keep_epoch_checkpoints))
     check_distinct(specs)
     return specs
 

@@ -122,11 +122,15 @@ def compare(config: str, cells: Sequence[CellSpec], seeds: Union[int, Sequence[i
     grid = parse_vary(vary)
     check_match_params(matching.match_params, matching.hidden_size, grid)
     seed_list = check_seeds(seeds)
+    if runs.keep_epoch_checkpoints and not runs.test_every_epoch:
+        raise CompareError("--keep-epoch-checkpoints keeps the epochs' checkpoints that --test-every-epoch writes; "
+                           "add --test-every-epoch, or drop --keep-epoch-checkpoints.")
     monitor, mode = monitor_and_mode(config, selection)
     out = Path(out)
     match_params = None if matching.match_params is None else str(matching.match_params)
     specs = plan(config, cells, seed_list, budget, out, grid, matching.hidden_size, match_params, monitor, mode,
-                 runs.extra, runs.test_every_epoch, runs.no_wandb, log)
+                 runs.extra, runs.test_every_epoch, runs.no_wandb, log,
+                 keep_epoch_checkpoints=runs.keep_epoch_checkpoints)
     check_arguments(specs)
     if launch.dry_run:
         say_plan(specs, check_resumable(specs), log)
