@@ -144,7 +144,7 @@ def test_mufuru_ops_figure(logic_ckpt: str, tmp_path: Path) -> None:
     assert_png(out)
     torch.testing.assert_close(result.weights.sum(1), torch.ones(len(result.symbols)))
     assert result.ops == ["keep", "replace", "max", "min", "mul", "diff", "forget"]
-    data = mufuru_ops.logic_datamodule(torch.load(logic_ckpt, weights_only=True))
+    data = mufuru_ops.logic_datamodule(logic_ckpt, torch.load(logic_ckpt, weights_only=True))
     occurrences = Counter(t for f in data.splits["test"] for t in f)
     assert dict(zip(result.symbols, result.counts.tolist())) == dict(occurrences)
     assert result.formulas == 40

@@ -222,6 +222,18 @@ def test_checkpoint_labels_name_the_folders_that_tell_two_runs_apart() -> None:
     assert checkpoint_labels(["/r/a/run/best.ckpt", "/r/a/run/best.ckpt"]) == ["run/best.ckpt"] * 2  # one file
 
 
+def test_a_figure_refuses_a_checkpoint_of_another_datamodule_in_one_sentence(checkpoints: Dict[str, str]) -> None:
+    """checkpoint_datamodule(expected=...) names the class the checkpoint was trained with and the one needed."""
+    from lit_rnncells.analysis.common import checkpoint_datamodule
+    from lit_rnncells.data import LogicDataModule
+
+    checkpoint = torch.load(checkpoints["gru"], map_location="cpu", weights_only=True)
+    with pytest.raises(ValueError, match=r"was trained with TranslationDataModule, not LogicDataModule; pass a "
+                                         r"checkpoint of the logic task"):
+        checkpoint_datamodule(checkpoints["gru"], checkpoint, expected=LogicDataModule,
+                              fix="pass a checkpoint of the logic task.")
+
+
 def test_bleu_by_length_rows_of_two_sweeps_runs_of_the_same_name(checkpoints: Dict[str, str], tmp_path: Path,
                                                                  data: Path) -> None:
     """The same run folder and file name in two sweeps got one title ("run/x.ckpt" and "run/x.ckpt'")."""

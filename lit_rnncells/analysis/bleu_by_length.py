@@ -22,7 +22,7 @@ from typing import Any, Dict, List, Sequence
 import torch
 
 from .. import metrics
-from .common import checkpoint_labels, figure, load_task, save_figure
+from .common import checkpoint_datamodule, checkpoint_labels, figure, load_task, save_figure
 from ..data.translation import TranslationDataModule
 from ..tasks.seq2seq import Seq2Seq
 
@@ -54,17 +54,11 @@ def assign_buckets(lengths: Sequence[int], edges: Sequence[int]) -> List[int]:
 
 
 def _datamodule(path: str, checkpoint: Dict[str, Any], data_dir: str | None, limit: int | None) -> Any:
-    saved = checkpoint.get("datamodule_hyper_parameters")
-    if not saved or checkpoint.get("TranslationDataModule") is None:
+    if not checkpoint.get("datamodule_hyper_parameters") or checkpoint.get("TranslationDataModule") is None:
         raise ValueError(f"{path!r} holds no TranslationDataModule settings; pass a Seq2Seq checkpoint that fit wrote "
                          "with lit_rnncells.data.TranslationDataModule.")
-    options = {k: v for k, v in saved.items() if not k.startswith("_")}
-    options.update(checkpoint_path=path, predict_file=None)
-    if data_dir is not None:
-        options["data_dir"] = data_dir
-    if limit is not None:
-        options["limit"] = limit
-    return TranslationDataModule(**options)
+    return checkpoint_datamodule(path, checkpoint, data_dir, expected=TranslationDataModule, predict_file=None,
+                                 **({"limit": limit} if limit is not None else {}))
 
 
 def decode_split(model: Any, dm: Any, split: str, batch_size: int) -> List[str]:

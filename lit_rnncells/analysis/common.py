@@ -71,23 +71,29 @@ def datamodule_state(checkpoint: Dict[str, Any], name: str) -> Dict[str, Any]:
     return checkpoint[name]
 
 
-def checkpoint_datamodule(path: str, checkpoint: Dict[str, Any], data_dir: Optional[str] = None) -> Any:
+def checkpoint_datamodule(path: str, checkpoint: Dict[str, Any], data_dir: Optional[str] = None, *,
+                          expected: Optional[type] = None, fix: str = "", **overrides: Any) -> Any:
     """The DataModule a checkpoint was trained with, rebuilt from its saved hyperparameters with the checkpoint's
-    vocabulary or tokenizers (``checkpoint_path``); ``data_dir`` overrides where the data are."""
+    vocabulary or tokenizers (``checkpoint_path``); ``data_dir`` overrides where the data are, ``overrides`` other
+    options. ``expected``: the DataModule class a figure needs (a checkpoint of another is one error line ending
+    in ``fix``; a checkpoint saved without its class name is taken to be of this class)."""
     saved = dict(checkpoint.get("datamodule_hyper_parameters") or {})
-    class_path = saved.get("_class_path")
+    class_path = saved.get("_class_path") or (f"{expected.__module__}.{expected.__qualname__}" if expected else None)
     if not class_path:
         raise ValueError(f"{path!r} holds no DataModule settings; pass a checkpoint that `python -m lit_rnncells "
                          "fit` saved with one of lit_rnncells.data's DataModules.")
     module, _, name = str(class_path).rpartition(".")
     cls = getattr(importlib.import_module(module), name)
+    if expected is not None and not (isinstance(cls, type) and issubclass(cls, expected)):
+        fix = fix or f"pass a checkpoint of a task that reads {expected.__name__}."
+        raise ValueError(f"{path!r} was trained with {name}, not {expected.__name__}; {fix}")
     accepted = inspect.signature(cls.__init__).parameters
     options = {k: v for k, v in saved.items() if k in accepted and k != "self"}
     if "checkpoint_path" in accepted:
         options["checkpoint_path"] = path
     if data_dir is not None:
         options["data_dir"] = data_dir
-    return cls(**options)
+    return cls(**{**options, **overrides})
 
 
 WRITTEN: List[Path] = []

@@ -10,14 +10,13 @@ sums to 1 over the ops.
 from __future__ import annotations
 
 import argparse
-import inspect
 from dataclasses import dataclass
 from typing import Any, Dict, List
 
 import torch
 from torch import Tensor
 
-from .common import checkpoint_label, figure, load_task, save_figure
+from .common import checkpoint_datamodule, checkpoint_label, figure, load_task, save_figure
 from ..data.logic import LogicDataModule, PAD, TOKEN_ID, VOCAB, collate
 from ..cells.mufuru import MuFuRU
 from ..nn.recording import composition_weights
@@ -37,15 +36,10 @@ class OpWeights:
     formulas: int
 
 
-def logic_datamodule(checkpoint: Dict[str, Any]) -> Any:
+def logic_datamodule(path: str, checkpoint: Dict[str, Any]) -> Any:
     """The ``LogicDataModule`` the checkpoint was trained with, rebuilt from its saved hyperparameters."""
-    saved = checkpoint.get("datamodule_hyper_parameters") or {}
-    class_path = str(saved.get("_class_path", "LogicDataModule"))
-    if not class_path.endswith("LogicDataModule"):
-        raise ValueError(f"The checkpoint was trained with {class_path}, not LogicDataModule; pass a checkpoint "
-                         "of the logic task (configs/logic/*.yaml).")
-    accepted = inspect.signature(LogicDataModule.__init__).parameters
-    return LogicDataModule(**{k: v for k, v in saved.items() if k in accepted and k != "self"})
+    return checkpoint_datamodule(path, checkpoint, expected=LogicDataModule,
+                                 fix="pass a checkpoint of the logic task (configs/logic/*.yaml).")
 
 
 def symbol_op_weights(model: Any, formulas: List[Any], *, layer: int = 0, batch_size: int = 256) -> OpWeights:
@@ -87,7 +81,7 @@ def run(args: argparse.Namespace) -> OpWeights:
     model, checkpoint = load_task(args.ckpt_path, LogicEvaluator)
     if not 0 <= args.layer < model.rnn.num_layers:
         raise ValueError(f"--layer must lie in [0, {model.rnn.num_layers - 1}], got {args.layer}.")
-    data = logic_datamodule(checkpoint)
+    data = logic_datamodule(args.ckpt_path, checkpoint)
     formulas = [torch.tensor([TOKEN_ID[t] for t in f]) for f in data.splits[args.split]]
     result = symbol_op_weights(model, formulas, layer=args.layer)
     draw(result, checkpoint_label(args.ckpt_path), args.split, args.output)
