@@ -77,6 +77,8 @@ def check_predict_output(config: Any) -> None:
     source = init_args.get("predict_file")
     if isinstance(source, (str, Path)):
         check_not_an_input(output, "--predict_output", {"--data.init_args.predict_file": source})
+
+
 def check_validation_interval(trainer_config: Any, data_config: Any) -> None:
     """``variable_bptt`` windows have random lengths, so Lightning cannot know an epoch's number of batches and
     refuses a fractional ``val_check_interval`` only once training starts (a 60-line traceback): refuse it here, and an
