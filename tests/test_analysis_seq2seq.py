@@ -235,7 +235,7 @@ def test_a_figure_refuses_a_checkpoint_of_another_datamodule_in_one_sentence(che
 
 
 def test_bleu_by_length_rows_of_two_sweeps_runs_of_the_same_name(checkpoints: Dict[str, str], tmp_path: Path,
-                                                                 data: Path) -> None:
+                                                                 data: Path, capsys: pytest.CaptureFixture) -> None:
     """The same run folder and file name in two sweeps got one title ("run/x.ckpt" and "run/x.ckpt'")."""
     copies = []
     for sweep in ("sweep_a", "sweep_b"):
@@ -246,6 +246,10 @@ def test_bleu_by_length_rows_of_two_sweeps_runs_of_the_same_name(checkpoints: Di
                               data_dir=str(data / "multi30k"), batch_size=4, output=str(tmp_path / "b.png"))
     result = bleu_by_length.run(args)
     assert sorted(result["bleu"]) == ["sweep_a/GRU-h16-s1/best.ckpt", "sweep_b/GRU-h16-s1/best.ckpt"]
+    printed = capsys.readouterr().out.splitlines()  # one line a checkpoint, its numbers as in the result
+    for name, line in zip(sorted(result["bleu"]), printed):
+        bleu = result["overall"][name]
+        assert line == f"{name}: BLEU ≤1000 {bleu:.2f} (n 4), >1000 – (n 0); all {bleu:.2f}"
 
 
 def test_bleu_by_length_errors(checkpoints: Dict[str, str], tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
