@@ -127,8 +127,8 @@ def check_validation_for_scheduler(trainer_config: Any, model_config: Any) -> No
     limit = trainer_config.get("limit_val_batches")
     every = trainer_config.get("check_val_every_n_epoch")
     if isinstance(limit, (int, float)) and not isinstance(limit, bool) and limit == 0:
-        problem, fix = "--trainer.limit_val_batches 0 turns validation off", "keep some validation batches (e.g. " \
-                                                                          "--trainer.limit_val_batches 2)"
+        problem, fix = ("--trainer.limit_val_batches 0 turns validation off",
+                        "keep some validation batches (e.g. --trainer.limit_val_batches 2)")
     elif isinstance(every, int) and not isinstance(every, bool) and every > 1:
         problem, fix = (f"--trainer.check_val_every_n_epoch {every} leaves epochs without validation",
                         "validate every epoch (--trainer.check_val_every_n_epoch 1)")
