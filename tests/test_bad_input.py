@@ -913,6 +913,38 @@ def test_a_plateau_scheduler_on_a_training_metric_needs_no_validation(workdir, c
     assert len(list((workdir / "runs").rglob("*.ckpt"))) >= 1
 
 
+@pytest.mark.parametrize("monitor_args, fragments", [
+    (["--model.init_args.lr_scheduler", "torch.optim.lr_scheduler.ReduceLROnPlateau",
+      "--model.init_args.scheduler_monitor", "val/los"],
+     ("the ReduceLROnPlateau scheduler monitors val/los", "set --model.init_args.scheduler_monitor to val/loss.")),
+    (["--trainer.callbacks+=EarlyStopping", "--trainer.callbacks.monitor", "val/bcp"],
+     ("the EarlyStopping callback monitors val/bcp", "it logs val/bpc, val/loss, val/ppl", "to val/bpc.")),
+])
+def test_a_misspelt_monitor_stops_before_training(workdir, capsys, monitor_args, fragments):
+    """Lightning read a misspelt monitor only at the first epoch's end or validation, after that training, and
+    stopped in a traceback; the sanity validation shows the task's validation metrics before the first step."""
+    line = expect_error(capsys, workdir, ["fit", *corpus_args(write_corpus(workdir / "corpus")), *PLATEAU[2:],
+                                          "--trainer.logger", "false", *monitor_args], *fragments, new_config_ok=True)
+    assert "LanguageModel's validation does not log" in line
+
+
+def test_monitors_lists_validation_metrics_a_run_reads():
+    """What the check compares: plateau schedulers', checkpoints' and strict early stoppings' validation metrics;
+    a training metric (first logged during training) and a non-strict EarlyStopping are left out."""
+    from types import SimpleNamespace
+
+    from lightning.pytorch.callbacks import EarlyStopping, ModelCheckpoint
+
+    from lit_rnncells.command.monitor_check import monitors
+
+    plateau = SimpleNamespace(reduce_on_plateau=True, monitor="val/acc", scheduler=SimpleNamespace())
+    stepwise = SimpleNamespace(reduce_on_plateau=False, monitor="val/x", scheduler=SimpleNamespace())
+    trainer = SimpleNamespace(lr_scheduler_configs=[plateau, stepwise], callbacks=[
+        ModelCheckpoint(monitor="val_loss"), ModelCheckpoint(monitor="train/loss"), ModelCheckpoint(),
+        EarlyStopping(monitor="val/bleu"), EarlyStopping(monitor="val/ppl", strict=False)])
+    assert [m for m, _, _ in monitors(trainer)] == ["val/acc", "val_loss", "val/bleu"]
+
+
 def run_unprivileged(args: List[str], cwd: Path, env: Optional[Dict[str, str]] = None):
     """``python -m lit_rnncells <args>`` in a subprocess where folder permissions hold: as root, through
     ``setpriv`` without capabilities (so a read-only folder is read-only); skipped when that is not possible."""

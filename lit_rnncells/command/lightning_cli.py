@@ -29,6 +29,7 @@ from ..utils.progress import LineProgress, wants_line_progress
 from ..utils.quiet import quiet_mid_epoch_resume_warning
 from .checkpoint_options import DATA_TO_MODEL_LINKS, compare_with_checkpoint
 from .deprecated_names import regroup_init_args
+from .monitor_check import MonitoredMetricsCheck
 from .start_checks import (check_accelerator, check_output_paths, check_predict_output, check_validation_for_scheduler,
                            check_validation_interval, report_start)
 from . import run_folder as _run_folder
@@ -299,7 +300,7 @@ class LitRNNCellsCLI(LightningCLI):
         if self.subcommand == "fit" or self.run_folder is not None:  # run_folder: a caller fits (compare's runs)
             fit_config = self.config.get("fit", self.config) if self.subcommand else self.config
             threshold = fit_config.get("divergence_threshold", DIVERGENCE_THRESHOLD)
-            self.trainer.callbacks.extend([FiniteGuard(threshold), InterruptCheckpoint()])
+            self.trainer.callbacks.extend([FiniteGuard(threshold), InterruptCheckpoint(), MonitoredMetricsCheck()])
             own = run_checkpoint(self.trainer)
             if isinstance(own, ModelCheckpoint):  # last in the list, as Lightning keeps checkpoints
                 self.trainer.callbacks.append(LastCheckpointKeptCurrent(own))
