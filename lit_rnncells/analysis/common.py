@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 import inspect
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,6 +10,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 from lightning.pytorch import LightningModule
 
 from ..data.checkpoint_state import read_checkpoint
+from ..utils.imports import import_object
 
 
 @dataclass(frozen=True)
@@ -45,8 +45,11 @@ def task_class(checkpoint: Dict[str, Any], path: str) -> type:
     if not qualified:
         raise ValueError(f"{path!r} was not written by a lit_rnncells task; pass a checkpoint that "
                          "`python -m lit_rnncells fit` saved.")
-    module, _, name = qualified.rpartition(".")
-    return getattr(importlib.import_module(module), name)
+    cls = import_object(qualified)
+    if cls is None:
+        raise ValueError(f"{path!r} was written by {qualified}, which cannot be imported here; install or put on "
+                         "PYTHONPATH the package that defines it.")
+    return cls
 
 
 def load_task(path: str, expected: Optional[type] = None) -> Tuple[LightningModule, Dict[str, Any]]:
@@ -82,8 +85,11 @@ def checkpoint_datamodule(path: str, checkpoint: Dict[str, Any], data_dir: Optio
     if not class_path:
         raise ValueError(f"{path!r} holds no DataModule settings; pass a checkpoint that `python -m lit_rnncells "
                          "fit` saved with one of lit_rnncells.data's DataModules.")
-    module, _, name = str(class_path).rpartition(".")
-    cls = getattr(importlib.import_module(module), name)
+    name = str(class_path).rpartition(".")[2]
+    cls = import_object(str(class_path))
+    if cls is None:
+        raise ValueError(f"{path!r} was trained with {class_path}, which cannot be imported here; install or put on "
+                         "PYTHONPATH the package that defines it.")
     if expected is not None and not (isinstance(cls, type) and issubclass(cls, expected)):
         fix = fix or f"pass a checkpoint of a task that reads {expected.__name__}."
         raise ValueError(f"{path!r} was trained with {name}, not {expected.__name__}; {fix}")

@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 import difflib
-import importlib
 import inspect
 import re
 from typing import Any, Callable, Dict, List, Optional, Sequence, Type, TypeVar
 
 from .base import RecurrentCell
+from ..utils.imports import import_object
 
 _CELLS: Dict[str, Type[RecurrentCell]] = {}
 
@@ -50,15 +50,7 @@ def available_cells() -> List[str]:
 def _imported_cell(path: str) -> Type[RecurrentCell] | None:
     """The cell class at an import path (``package.module.Class`` or ``package.module:Class``), importing its
     module (which registers the cell, if it registers itself); ``None`` when it is not one."""
-    module, sep, attribute = path.partition(":")
-    if not sep:
-        module, _, attribute = path.rpartition(".")
-    if not module or not attribute:
-        return None
-    try:
-        found = getattr(importlib.import_module(module), attribute)
-    except (ImportError, AttributeError, ValueError):
-        return None
+    found = import_object(path)
     return found if isinstance(found, type) and issubclass(found, RecurrentCell) else None
 
 

@@ -13,7 +13,6 @@ Each old name prints one deprecation line naming its new key; the run folder's c
 """
 from __future__ import annotations
 
-import importlib
 import inspect
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Type
@@ -26,6 +25,7 @@ from ..utils.arguments import regroup_flat_mapping, say_deprecated_name
 from ..tasks.base import RecurrentTask
 from .. import data as _data  # noqa: F401  (the DataModules, so their classes are found by name)
 from .. import tasks as _tasks  # noqa: F401
+from ..utils.imports import import_object
 
 PARSER_MODE = "lit_rnncells_yaml"
 """The parser mode of the command line: jsonargparse's YAML loader, then :func:`rewrite_config`."""
@@ -41,11 +41,7 @@ def _subclasses(base: type) -> Iterator[type]:
 def class_named(class_path: str) -> Optional[Type[Any]]:
     """The task or DataModule class a config's ``class_path`` names (dotted or short), or None."""
     if "." in class_path:
-        module, _, name = class_path.rpartition(".")
-        try:
-            return getattr(importlib.import_module(module), name, None)
-        except ImportError:
-            return None
+        return import_object(class_path)
     for base in NAMESPACES.values():
         for sub in _subclasses(base):
             if sub.__name__ == class_path:

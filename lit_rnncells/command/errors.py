@@ -9,13 +9,13 @@ command line then shows with the full traceback.
 from __future__ import annotations
 
 import difflib
-import importlib
 import inspect
 import re
 from pathlib import Path
 from typing import Iterator, List, Optional
 
 from ..cells.registry import available_cells, cell_options, get_cell, no_option_message  # noqa: F401
+from ..utils.imports import import_object
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]  # lit_rnncells/ (this file is in lit_rnncells/command/)
 USER_ERRORS = (ValueError, TypeError, FileNotFoundError, NotADirectoryError, IsADirectoryError, KeyError,
@@ -47,11 +47,11 @@ def _raised_by_us(error: BaseException) -> bool:
 
 def _constructor_options(class_path: str) -> Optional[List[str]]:
     """The constructor options of a class given by its import path (None when it cannot be imported)."""
+    cls = import_object(class_path)
     try:
-        module, _, name = class_path.rpartition(".")
-        return [p for p in inspect.signature(getattr(importlib.import_module(module), name).__init__).parameters
-                if p not in ("self", "args", "kwargs")]
-    except (ImportError, AttributeError, ValueError, TypeError):
+        return None if cls is None else [p for p in inspect.signature(cls.__init__).parameters
+                                         if p not in ("self", "args", "kwargs")]
+    except (ValueError, TypeError):
         return None
 
 

@@ -3,7 +3,6 @@ checks of ``--ckpt_path`` against the config, the metric table and the fit's sum
 (``main`` / ``run`` / ``console_main``) is :mod:`lit_rnncells.cli`."""
 from __future__ import annotations
 
-import importlib
 import inspect
 import os
 import sys
@@ -34,6 +33,7 @@ from .start_checks import (check_accelerator, check_output_paths, check_predict_
                            check_validation_interval, report_start)
 from . import run_folder as _run_folder
 from .slurm_tasks import agree_with_srun, global_rank
+from ..utils.imports import import_object
 
 PROG = "python -m lit_rnncells"
 """How usage lines name the command line."""
@@ -387,12 +387,8 @@ def _init_parameters(class_path: Optional[str]) -> List[str]:
     """The constructor parameter names of a class given by its import path (empty if it cannot be imported)."""
     if not class_path or "." not in class_path:
         return []
-    module, _, name = class_path.rpartition(".")
-    try:
-        cls = getattr(importlib.import_module(module), name)
-    except (ImportError, AttributeError):
-        return []
-    return list(inspect.signature(cls.__init__).parameters)
+    cls = import_object(class_path)
+    return [] if cls is None else list(inspect.signature(cls.__init__).parameters)
 
 
 DEFAULT_LOGGER = "lit_rnncells.utils.loggers.DefaultWandbLogger"

@@ -24,6 +24,7 @@ from typing import Dict, List, Optional, Tuple
 
 from ..utils.paths import check_output_folder
 from .slurm_tasks import global_rank
+from ..utils.imports import import_object
 
 try:  # POSIX; without it (Windows) a run folder is not locked
     import fcntl
@@ -208,15 +209,9 @@ def unlock(folder: Optional[Path] = None) -> None:
 
 
 def _logger_class(class_path: str) -> Optional[type]:
-    import importlib
-
     if "." not in class_path:
         class_path = f"lightning.pytorch.loggers.{class_path}"
-    module, _, name = class_path.rpartition(".")
-    try:
-        return getattr(importlib.import_module(module), name)
-    except (ImportError, AttributeError):
-        return None
+    return import_object(class_path)
 
 
 def _default_of(cls: type, name: str) -> object:

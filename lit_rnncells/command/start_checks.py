@@ -3,7 +3,6 @@ without a GPU is one error line (not Lightning's 40-line traceback), and every r
 parameters its model has and where it runs, warning when a GPU-sized model is about to train on a CPU."""
 from __future__ import annotations
 
-import importlib
 import inspect
 import sys
 from pathlib import Path
@@ -14,6 +13,7 @@ from lightning.pytorch import LightningModule, Trainer
 
 from ..nn.parameters import count_parameters
 from ..utils.paths import check_not_an_input, check_output_folder
+from ..utils.imports import import_object
 
 GPU_SIZED_PARAMETERS = 20_000_000
 """Above this many parameters a model is "GPU-sized": on a CPU one training step takes seconds to minutes."""
@@ -105,11 +105,9 @@ def _plateau_scheduler(model_config: Any) -> bool:
     class_path = scheduler.get("class_path") if getattr(scheduler, "get", None) is not None else None
     if not isinstance(class_path, str):
         return False
-    module_name, _, name = class_path.rpartition(".")
-    try:
-        cls = getattr(importlib.import_module(module_name), name)
-    except (ImportError, AttributeError, ValueError):
-        return name == "ReduceLROnPlateau"
+    cls = import_object(class_path)
+    if cls is None:
+        return class_path.rpartition(".")[2] == "ReduceLROnPlateau"
     return isinstance(cls, type) and issubclass(cls, torch.optim.lr_scheduler.ReduceLROnPlateau)
 
 

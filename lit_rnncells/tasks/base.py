@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import functools
-import importlib
 from typing import Any, Dict, Optional, Union
 
 import torch
@@ -17,6 +16,7 @@ from ..data.checkpoint_state import reopen_cut_epoch
 from ..utils.loggers import log_grouped_hyperparameters
 from ..nn.backend import check_backend
 from ..nn.recurrent import Recurrent
+from ..utils.imports import import_object
 
 CellSpec = Union[CellFactory, str]
 """A cell factory (a cell class or ``class_path`` config) or a registered cell name."""
@@ -24,12 +24,9 @@ CellSpec = Union[CellFactory, str]
 
 def _import_cell(class_path: str) -> type:
     """A cell class from a registered name or a dotted import path."""
-    if "." in class_path:
-        module, _, name = class_path.rpartition(".")
-        try:
-            return getattr(importlib.import_module(module), name)
-        except (ImportError, AttributeError):
-            pass
+    found = import_object(class_path) if "." in class_path else None
+    if found is not None:
+        return found
     return get_cell(class_path.rsplit(".", 1)[-1])
 
 
