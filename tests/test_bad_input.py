@@ -945,6 +945,21 @@ def test_monitors_lists_validation_metrics_a_run_reads():
     assert [m for m, _, _ in monitors(trainer)] == ["val/acc", "val_loss", "val/bleu"]
 
 
+TIMER = ["--trainer.callbacks+=lightning.pytorch.callbacks.Timer"]
+
+
+def test_a_callback_with_an_enum_default_names_the_option_to_give_as_text(workdir, capsys):
+    """Lightning's Timer defaults ``interval`` to ``Interval.step``, which jsonargparse cannot write back: a
+    40-line traceback through jsonargparse for any use of Timer. The line names the option and the text that works,
+    and that text trains."""
+    args = ["fit", *corpus_args(write_corpus(workdir / "corpus")), "--trainer.logger", "false"]
+    expect_error(capsys, workdir, [*args, *TIMER], "Timer's option interval defaults to the enum Interval.step",
+                 "--trainer.callbacks.interval step.")
+    code = run([*args, *TIMER, "--trainer.callbacks.interval", "step", "--trainer.default_root_dir",
+                str(workdir / "timed")])
+    assert code == 0, capsys.readouterr().err[-2000:]
+
+
 def run_unprivileged(args: List[str], cwd: Path, env: Optional[Dict[str, str]] = None):
     """``python -m lit_rnncells <args>`` in a subprocess where folder permissions hold: as root, through
     ``setpriv`` without capabilities (so a read-only folder is read-only); skipped when that is not possible."""

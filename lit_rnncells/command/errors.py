@@ -163,6 +163,27 @@ def _from_parser_report(text: str) -> Optional[str]:
     return " ".join(lines[:2])
 
 
+_ENUM_NOT_WRITTEN = re.compile(r"\('cannot represent an object', <(\w+)\.(\w+): '([^']*)'>\)")
+
+
+def _enum_default_message(text: str) -> Optional[str]:
+    """A class whose option defaults to an enum member (Lightning's ``Timer``: ``interval=Interval.step``):
+    jsonargparse cannot write the default back and fails for any use of the class, though the same value given
+    as text works. Name the class, the option and the text to give."""
+    enum = _ENUM_NOT_WRITTEN.search(text)
+    if enum is None:
+        return None
+    enum_name, member, value = enum.groups()
+    found = re.search(r"class_path='([\w.]+)', init_args=Namespace\([^)]*?\b(\w+)=<" + re.escape(enum_name)
+                      + r"\." + re.escape(member) + r":", text)
+    if found is None:
+        return None
+    class_path, option = found.groups()
+    where = "--trainer.callbacks" if "Callback" in text else "--<the option naming the class>"
+    return (f"{class_path.rsplit('.', 1)[-1]}'s option {option} defaults to the enum {enum_name}.{member}, which "
+            f"jsonargparse cannot write back; give it as text right after the class: {where}.{option} {value}.")
+
+
 def user_message(error: BaseException) -> Optional[str]:
     """One sentence for a user-facing failure, or ``None`` for an internal error (show the traceback)."""
     chain = list(_chain(error))
@@ -171,6 +192,9 @@ def user_message(error: BaseException) -> Optional[str]:
         first = ours[0]  # the outermost of ours: a KeyError deep inside may have been re-raised as a clear error
         return str(first).strip("'\"") if isinstance(first, KeyError) else str(first)
     for e in chain:
+        enum_default = _enum_default_message(str(e))
+        if enum_default is not None:
+            return enum_default
         if type(e).__module__.startswith("jsonargparse") or type(e).__name__ == "ArgumentError":
             return _from_parser_report(str(e))
     return None
