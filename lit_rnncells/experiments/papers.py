@@ -48,6 +48,12 @@ the same settings to our MZUs" (its footnote 3): :class:`~lit_rnncells.cells.GRU
 with layer norm and dropout 0.5 on the candidate, as the MZUs."""
 COMPILED = ("--model.init_args.backend", "compiled")
 """The compiled recurrence (``backend: compiled``): the same values as eager, faster for the MZU cells."""
+MCRNN_SEQ2SEQ_CELLS = {"LSTM": "Baseline-RNN", "MultiChannel(cell=LSTM,block_size=4)": "MC-RNN-3"}
+"""The MC-RNN paper's seq2seq comparisons: its LSTM RNNSearch against MC-RNN-3 around the same LSTM."""
+MCRNN_SEQ2SEQ_CPU = ("--model.init_args.embedding_size", "128", "--data.init_args.subwords.subword_vocab_size", "8000",
+                     "--trainer.val_check_interval", "0.5", "--trainer.limit_val_batches", "20")
+"""Their CPU budget beyond the hidden size: embedding 128, a BPE of 8,000, validation twice an epoch on 20 batches."""
+
 
 PAPERS: Dict[str, Tuple[str, List[Experiment]]] = {
     "mzu": ("MZU: Multi-Zone Unit "
@@ -197,11 +203,10 @@ PAPERS: Dict[str, Tuple[str, List[Experiment]]] = {
         Experiment(
             name="iwslt14_de_en", title="IWSLT14 De→En, test BLEU (Table 2), on a 9,485-pair sample of the training set",
             config="configs/seq2seq/iwslt14_de_en_lstm.yaml",
-            cells={"LSTM": "Baseline-RNN", "MultiChannel(cell=LSTM,block_size=4)": "MC-RNN-3"},
+            cells=MCRNN_SEQ2SEQ_CELLS,
             paper={"Baseline-RNN": 31.03, "MC-RNN-3": 32.23}, metric="test/tok_bleu", lower_is_better=False,
             budget="epochs=8", seeds=3, hidden_size=128,
-            extra=("--model.init_args.embedding_size", "128", "--data.init_args.subwords.subword_vocab_size", "8000",
-                   "--trainer.val_check_interval", "0.5", "--trainer.limit_val_batches", "20"),
+            extra=MCRNN_SEQ2SEQ_CPU,
             paper_setting="fairseq's IWSLT14 De-En (about 160k training pairs), a BPE of about 25k subwords; RNNSearch "
                           "with a 2-layer LSTM encoder and decoder (MC-RNN-3 around the same LSTM), embedding and "
                           "hidden 256, beam 5, learning rate halved when the dev score stagnates, BLEU; MC-RNN-3 "
@@ -217,11 +222,10 @@ PAPERS: Dict[str, Tuple[str, List[Experiment]]] = {
         Experiment(
             name="gigaword", title="Gigaword headlines, test ROUGE-1 F1 (Table 3), on the first 10,000 training pairs",
             config="configs/seq2seq/gigaword_lstm.yaml",
-            cells={"LSTM": "Baseline-RNN", "MultiChannel(cell=LSTM,block_size=4)": "MC-RNN-3"},
+            cells=MCRNN_SEQ2SEQ_CELLS,
             paper={"Baseline-RNN": 34.65, "MC-RNN-3": 36.55}, metric="test/rouge1", lower_is_better=False,
             budget="epochs=6", seeds=3, hidden_size=128,
-            extra=("--model.init_args.embedding_size", "128", "--data.init_args.subwords.subword_vocab_size", "8000",
-                   "--trainer.val_check_interval", "0.5", "--trainer.limit_val_batches", "20"),
+            extra=MCRNN_SEQ2SEQ_CPU,
             paper_setting="the Gigaword headline corpus of Rush et al. (3.8M training pairs, the 1,951-pair test "
                           "set), a vocabulary of 30k words; RNNSearch with a 4-layer LSTM encoder and decoder "
                           "(MC-RNN-3 around the same LSTM), embedding and hidden 256, batch 64, learning rate halved "
