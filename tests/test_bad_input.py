@@ -960,6 +960,17 @@ def test_a_callback_with_an_enum_default_names_the_option_to_give_as_text(workdi
     assert code == 0, capsys.readouterr().err[-2000:]
 
 
+def test_an_enum_default_outside_the_callbacks_is_fixed_in_the_init_args():
+    """The same jsonargparse failure for a class that is not a callback: the fix names the init_args entry."""
+    from lit_rnncells.command.errors import _enum_default_message
+
+    text = ("Errors:\n  - ('cannot represent an object', <Mode.fast: 'fast'>)\nGiven value: Namespace(class_path="
+            "'mypkg.Scheduler', init_args=Namespace(steps=3, mode=<Mode.fast: 'fast'>))")
+    assert _enum_default_message(text) == ("Scheduler's option mode defaults to the enum Mode.fast, which jsonargparse "
+                                           "cannot write back; give it as text in the class's init_args: mode: fast.")
+    assert _enum_default_message("Errors: something else") is None
+
+
 def run_unprivileged(args: List[str], cwd: Path, env: Optional[Dict[str, str]] = None):
     """``python -m lit_rnncells <args>`` in a subprocess where folder permissions hold: as root, through
     ``setpriv`` without capabilities (so a read-only folder is read-only); skipped when that is not possible."""

@@ -168,7 +168,8 @@ def _check_mcrnn_seq2seq(name: str, configs_stem: str, layers: int, beam: int, m
     assert exp.metric == metric and not exp.lower_is_better
     mcrnn = _cells(exp)["MC-RNN-3"]
     assert (type(mcrnn).__name__, mcrnn.block_size, type(mcrnn.cell).__name__) == ("MultiChannel", 4, "LSTM")
-    configs = [yaml.safe_load((ROOT / f"configs/seq2seq/{configs_stem}_{c}.yaml").read_text()) for c in ("lstm", "mcrnn3")]
+    configs = [yaml.safe_load((ROOT / f"configs/seq2seq/{configs_stem}_{c}.yaml").read_text())
+               for c in ("lstm", "mcrnn3")]
     model = configs[0]["model"]["init_args"]
     assert (model["num_layers"], model["decoding"]["beam_size"]) == (layers, beam)
     assert configs[0]["data"]["init_args"]["dataset"] == dataset

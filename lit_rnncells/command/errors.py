@@ -179,9 +179,10 @@ def _enum_default_message(text: str) -> Optional[str]:
     if found is None:
         return None
     class_path, option = found.groups()
-    where = "--trainer.callbacks" if "Callback" in text else "--<the option naming the class>"
+    fix = (f"right after the class: --trainer.callbacks.{option} {value}" if "Callback" in text
+           else f"in the class's init_args: {option}: {value}")
     return (f"{class_path.rsplit('.', 1)[-1]}'s option {option} defaults to the enum {enum_name}.{member}, which "
-            f"jsonargparse cannot write back; give it as text right after the class: {where}.{option} {value}.")
+            f"jsonargparse cannot write back; give it as text {fix}.")
 
 
 def user_message(error: BaseException) -> Optional[str]:

@@ -19,6 +19,7 @@ from lightning.pytorch import LightningModule, Trainer
 from lightning.pytorch.callbacks import Callback, EarlyStopping, ModelCheckpoint
 
 VALIDATION_PREFIXES = ("val/", "val_")
+CALLBACK_OPTION = "its monitor (the trainer callbacks' init_args)"
 
 
 def monitors(trainer: Trainer) -> List[Tuple[str, str, str]]:
@@ -31,9 +32,9 @@ def monitors(trainer: Trainer) -> List[Tuple[str, str, str]]:
                           "--model.init_args.scheduler_monitor"))
     for callback in trainer.callbacks:
         if isinstance(callback, ModelCheckpoint) and callback.monitor:
-            found.append((callback.monitor, "the ModelCheckpoint callback", "its monitor (the trainer callbacks' init_args)"))
+            found.append((callback.monitor, "the ModelCheckpoint callback", CALLBACK_OPTION))
         elif isinstance(callback, EarlyStopping) and callback.monitor and callback.strict:
-            found.append((callback.monitor, "the EarlyStopping callback", "its monitor (the trainer callbacks' init_args)"))
+            found.append((callback.monitor, "the EarlyStopping callback", CALLBACK_OPTION))
     return [entry for entry in found if entry[0].startswith(VALIDATION_PREFIXES)]
 
 
