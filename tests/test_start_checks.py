@@ -88,3 +88,18 @@ def test_a_classification_run_prints_its_class_counts_at_start(tmp_path, capsys,
     # 8 reviews of each class per split; 4 training reviews held out (seeded) for validation
     assert "classes: train negative 5, positive 7; validation negative 3, positive 1; test negative 8, positive 8." \
         in err, err[-2000:]
+
+
+def test_the_plateau_check_counts_the_same_validation_metrics_as_the_monitor_check():
+    """``val_loss`` (Lightning's own naming) is a validation metric for both checks: with validation off the
+    plateau check refuses it before training, as it refuses ``val/loss``; a training metric passes."""
+    from lit_rnncells.command.start_checks import check_validation_for_scheduler
+
+    def model(monitor: str) -> dict:
+        return {"init_args": {"lr_scheduler": {"class_path": "torch.optim.lr_scheduler.ReduceLROnPlateau"},
+                              "scheduler_monitor": monitor}}
+
+    for monitor in ("val/loss", "val_loss"):
+        with pytest.raises(ValueError, match=f"steps on {monitor} at each epoch's end"):
+            check_validation_for_scheduler({"limit_val_batches": 0}, model(monitor))
+    check_validation_for_scheduler({"limit_val_batches": 0}, model("train/loss"))

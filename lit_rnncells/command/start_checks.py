@@ -14,6 +14,7 @@ from lightning.pytorch import LightningModule, Trainer
 from ..nn.parameters import count_parameters
 from ..utils.paths import check_not_an_input, check_output_folder
 from ..utils.imports import import_object
+from .monitor_check import VALIDATION_PREFIXES
 
 GPU_SIZED_PARAMETERS = 20_000_000
 """Above this many parameters a model is "GPU-sized": on a CPU one training step takes seconds to minutes."""
@@ -120,7 +121,7 @@ def check_validation_for_scheduler(trainer_config: Any, model_config: Any) -> No
     init_args = model_config.get("init_args")
     monitor = init_args.get("scheduler_monitor", "val/loss") if getattr(init_args, "get", None) is not None \
         else "val/loss"
-    if not (isinstance(monitor, str) and monitor.startswith("val/")):
+    if not (isinstance(monitor, str) and monitor.startswith(VALIDATION_PREFIXES)):
         return
     limit = trainer_config.get("limit_val_batches")
     every = trainer_config.get("check_val_every_n_epoch")
