@@ -1,6 +1,8 @@
 """Oracle tests: our cells against torch.nn and against their papers' equations."""
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 from torch import nn
@@ -126,6 +128,28 @@ def test_caru_matches_equations_4a_to_4e_on_hand_set_weights(word_weight: bool):
         expected.append(h)
     out, _ = _run(cell, torch.tensor([[[1.0], [-2.0], [0.5]]]))
     torch.testing.assert_close(out.flatten(), torch.tensor(expected), atol=1e-6, rtol=0)
+
+
+def test_caru_content_weight_bias_shifts_only_b_hz_and_starts_the_step_near_a_grus():
+    """``content_weight_bias=2`` adds 2 to b_hz of the same draw (the default cell's weights are unchanged, so a
+    seed gives what it gave before the option); at the start the mean step l = σ(x') ⊙ z is then near
+    ½ · σ(2) ≈ 0.44 instead of ¼, and ``reset_parameters`` keeps the shift."""
+    from lit_rnncells.nn.recording import content_adaptive_gates
+
+    torch.manual_seed(0)
+    plain = CARU(16, 64)
+    torch.manual_seed(0)
+    shifted = CARU(16, 64, content_weight_bias=2.0)
+    torch.testing.assert_close(shifted.bias_hh[64:] - plain.bias_hh[64:], torch.full((64,), 2.0))
+    for name in ("weight_ih", "weight_hh", "bias_ih"):
+        torch.testing.assert_close(getattr(shifted, name), getattr(plain, name))
+    torch.testing.assert_close(shifted.bias_hh[:64], plain.bias_hh[:64])
+    x = torch.randn(5, 32, 16)
+    steps = [(ww * z).mean().item() for ww, z in [content_adaptive_gates(c, x) for c in (plain, shifted)]]
+    assert abs(steps[0] - 0.25) < 0.03 and abs(steps[1] - 0.5 / (1 + math.exp(-2.0))) < 0.03
+    shifted.reset_parameters()
+    assert shifted.bias_hh[64:].min() > 2.0 - 1 / 8 - 1e-6  # the ±1/sqrt(H) draw, shifted by 2
+    assert "content_weight_bias=2" in repr(shifted) and "content_weight_bias" not in repr(plain)
 
 
 @pytest.mark.parametrize("name", ["LSTM", "GRU", "Elman"])

@@ -37,6 +37,12 @@ class CARU(AffineCell):
     separates the word weight from the reset gate CARU gives up, e.g. ``--cells CARU
     "CARU(word_weight=false)"`` in ``compare``.
 
+    ``content_weight_bias=b`` adds ``b`` to b_hz at initialisation, an option the paper does not have
+    (it states no initialisation): with the default 0, σ(x') and z each start near ½, so the first
+    steps move the state by l ≈ ¼ where a GRU's update moves it by about ½; ``b = 2`` starts z near
+    σ(2) ≈ 0.88 and l near 0.44. It tests whether that halved step, rather than the gate itself, is
+    what CARU pays for, e.g. ``--cells CARU "CARU(content_weight_bias=2)"``. The equations are unchanged.
+
     Inside :meth:`recording_gates` every step records its word weight σ(x') (ones under the
     ablation) and content weight z; :func:`~lit_rnncells.nn.recording.content_adaptive_gates` runs a
     layer so and returns them.
@@ -45,9 +51,22 @@ class CARU(AffineCell):
     gates = 2
     _gate_log: Optional[List[Tuple[Tensor, Tensor]]] = None  # (σ(x'), z) of each step, inside recording_gates()
 
-    def __init__(self, input_size: int, hidden_size: int, *, word_weight: bool = True) -> None:
+    def __init__(self, input_size: int, hidden_size: int, *, word_weight: bool = True,
+                 content_weight_bias: float = 0.0) -> None:
         super().__init__(input_size, hidden_size)
         self.word_weight = bool(word_weight)
+        self.content_weight_bias = float(content_weight_bias)
+        self._shift_content_weight_bias()  # after the default draw, so the default cell's weights are unchanged
+
+    def reset_parameters(self) -> None:
+        super().reset_parameters()
+        self._shift_content_weight_bias()
+
+    def _shift_content_weight_bias(self) -> None:
+        shift = getattr(self, "content_weight_bias", 0.0)  # unset while AffineCell.__init__ draws the weights
+        if shift:
+            with torch.no_grad():
+                self.bias_hh[self.hidden_size:] += shift
 
     def project_input(self, x: Tensor) -> Tensor:
         return F.linear(x, self.weight_ih, self.bias_ih)  # [x', W_vz v + b_vz]
@@ -68,7 +87,9 @@ class CARU(AffineCell):
         return torch.addcmul(state, word_weight * z, n - state)
 
     def extra_repr(self) -> str:
-        return f"{self.input_size}, {self.hidden_size}" + ("" if self.word_weight else ", word_weight=False")
+        options = ("" if self.word_weight else ", word_weight=False") + (
+            f", content_weight_bias={self.content_weight_bias:g}" if self.content_weight_bias else "")
+        return f"{self.input_size}, {self.hidden_size}{options}"
 
     def recording_gates(self) -> ContextManager[List[Tuple[Tensor, Tensor]]]:
         """Within the block, every step appends its detached word weight σ(x') and content weight z, each
