@@ -152,6 +152,33 @@ def test_caru_content_weight_bias_shifts_only_b_hz_and_starts_the_step_near_a_gr
     assert "content_weight_bias=2" in repr(shifted) and "content_weight_bias" not in repr(plain)
 
 
+def test_gru_update_bias_shifts_only_b_hz_starts_the_step_near_a_quarter_and_still_equals_torch():
+    """``update_bias=1.1`` adds 1.1 to b_hz of the same draw (r's and n's rows untouched); the step 1 − z then
+    starts near σ(−1.1) ≈ ¼, CARU's starting step, not ½; the cell still equals torch.nn.GRU with its weights (the
+    fused kernel and the step loop)."""
+    torch.manual_seed(0)
+    plain = GRU(16, 64)
+    torch.manual_seed(0)
+    shifted = GRU(16, 64, update_bias=1.1)
+    difference = shifted.bias_hh - plain.bias_hh
+    torch.testing.assert_close(difference[64:128], torch.full((64,), 1.1))
+    assert difference[:64].abs().max() == 0 and difference[128:].abs().max() == 0
+    torch.testing.assert_close(shifted.weight_hh, plain.weight_hh)
+    x = torch.randn(3, 8, 16)
+    z = torch.sigmoid(x[0] @ shifted.weight_ih[64:128].T + shifted.bias_ih[64:128] + shifted.bias_hh[64:128])
+    assert abs((1 - z).mean().item() - 1 / (1 + math.exp(1.1))) < 0.03  # the first step from a zero state
+    layer = Recurrent(lambda i, h: GRU(i, h, update_bias=1.1), 16, 64, batch_first=True)
+    ref = nn.GRU(16, 64, batch_first=True)
+    with torch.no_grad():
+        for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"):
+            getattr(ref, f"{name}_l0").copy_(getattr(layer.cell(0, 0), name))
+    assert layer.cell(0, 0).bias_hh[64:128].mean() > 1.0
+    torch.testing.assert_close(layer(x)[0], ref(x)[0], atol=1e-5, rtol=0)
+    shifted.reset_parameters()
+    assert shifted.bias_hh[64:128].min() > 1.1 - 1 / 8 - 1e-6 and shifted.bias_hh[:64].max() <= 1 / 8
+    assert "update_bias=1.1" in repr(shifted) and "update_bias" not in repr(plain)
+
+
 @pytest.mark.parametrize("name", ["LSTM", "GRU", "Elman"])
 def test_fused_kernel_equals_the_step_loop(name: str):
     """LSTM, GRU and Elman run unpadded sequences through torch's fused kernel (torch.lstm / gru / rnn_tanh:

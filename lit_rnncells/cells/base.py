@@ -141,6 +141,15 @@ class AffineCell(RecurrentCell):
     def project_input(self, x: Tensor) -> Tensor:
         return F.linear(x, self.weight_ih, self.bias_ih)
 
+    def add_to_gate_bias(self, gate: int, value: float) -> None:
+        """Add ``value`` to the state map's bias ``bias_hh`` in the rows of gate ``gate`` (0-based, in the cell's
+        gate order): an initialisation option such as a GRU's ``update_bias``. Call it after the weights are
+        drawn, in ``__init__`` and in ``reset_parameters``; 0 changes nothing."""
+        if value:
+            rows = slice(gate * self.hidden_size, (gate + 1) * self.hidden_size)
+            with torch.no_grad():
+                self.bias_hh[rows] += value
+
 
 CellFactory = Callable[[int, int], RecurrentCell]
 """Builds a cell from ``(input_size, hidden_size)``; any cell class is one."""

@@ -56,17 +56,11 @@ class CARU(AffineCell):
         super().__init__(input_size, hidden_size)
         self.word_weight = bool(word_weight)
         self.content_weight_bias = float(content_weight_bias)
-        self._shift_content_weight_bias()  # after the default draw, so the default cell's weights are unchanged
+        self.add_to_gate_bias(1, self.content_weight_bias)  # after the draw: a seed's weights are otherwise as before
 
     def reset_parameters(self) -> None:
         super().reset_parameters()
-        self._shift_content_weight_bias()
-
-    def _shift_content_weight_bias(self) -> None:
-        shift = getattr(self, "content_weight_bias", 0.0)  # unset while AffineCell.__init__ draws the weights
-        if shift:
-            with torch.no_grad():
-                self.bias_hh[self.hidden_size:] += shift
+        self.add_to_gate_bias(1, getattr(self, "content_weight_bias", 0.0))  # unset while __init__ draws
 
     def project_input(self, x: Tensor) -> Tensor:
         return F.linear(x, self.weight_ih, self.bias_ih)  # [x', W_vz v + b_vz]

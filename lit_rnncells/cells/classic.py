@@ -89,10 +89,27 @@ class GRU(AffineCell):
 
     r = σ(W_ir x + b_ir + W_hr h + b_hr), z = σ(W_iz x + b_iz + W_hz h + b_hz),
     n = tanh(W_in x + b_in + r ⊙ (W_hn h + b_hn)), h' = (1 − z) ⊙ n + z ⊙ h.
+
+    ``update_bias=b`` adds ``b`` to b_hz at initialisation (default 0, torch.nn.GRU's initialisation): the step
+    1 − z then starts near σ(−b) instead of ½, e.g. ``b = 1.1`` starts it near ¼, where CARU's l = σ(x') ⊙ z
+    starts; the equations, and the fused kernel that runs them, are unchanged.
     """
 
     fused_takes_lengths = True
     gates = 3
+
+    def __init__(self, input_size: int, hidden_size: int, *, update_bias: float = 0.0) -> None:
+        super().__init__(input_size, hidden_size)
+        self.update_bias = float(update_bias)
+        self.add_to_gate_bias(1, self.update_bias)  # after the draw: a seed's weights are otherwise as before
+
+    def reset_parameters(self) -> None:
+        super().reset_parameters()
+        self.add_to_gate_bias(1, getattr(self, "update_bias", 0.0))  # unset while __init__ draws
+
+    def extra_repr(self) -> str:
+        return f"{self.input_size}, {self.hidden_size}" + (
+            f", update_bias={self.update_bias:g}" if self.update_bias else "")
 
     def step(self, x_proj_t: Tensor, state: Tensor) -> Tensor:
         return gru_update(x_proj_t, deferred_linear(state, self.weight_hh, self.bias_hh), state)
