@@ -123,6 +123,9 @@ class AffineCell(RecurrentCell):
 
     gates: int = 1
     recurrent_weights = ("weight_hh",)  # hidden-to-hidden maps, for DropConnect (nn.dropout.WeightDrop)
+    gate_bias_option: Optional[Tuple[str, int]] = None
+    """``(option, gate)``: an initialisation option whose value is added to that gate's rows (0-based, in the
+    cell's gate order) of ``bias_hh``, e.g. GRU's ``("update_bias", 1)``; see :meth:`shift_gate_bias`."""
 
     def __init__(self, input_size: int, hidden_size: int) -> None:
         super().__init__(input_size, hidden_size)
@@ -137,18 +140,23 @@ class AffineCell(RecurrentCell):
         bound = 1.0 / math.sqrt(self.hidden_size)
         for p in self.parameters():
             nn.init.uniform_(p, -bound, bound)
+        self.shift_gate_bias()
 
     def project_input(self, x: Tensor) -> Tensor:
         return F.linear(x, self.weight_ih, self.bias_ih)
 
-    def add_to_gate_bias(self, gate: int, value: float) -> None:
-        """Add ``value`` to the state map's bias ``bias_hh`` in the rows of gate ``gate`` (0-based, in the cell's
-        gate order): an initialisation option such as a GRU's ``update_bias``. Call it after the weights are
-        drawn, in ``__init__`` and in ``reset_parameters``; 0 changes nothing."""
+    def shift_gate_bias(self) -> None:
+        """Add the value of the option :attr:`gate_bias_option` names to its gate's rows of ``bias_hh``, after
+        the draw (so a seed's other weights are as without the option; 0 changes nothing). ``reset_parameters``
+        calls it; a subclass's ``__init__`` calls it again once it has set the option, which is still unset
+        while ``AffineCell.__init__`` draws."""
+        if self.gate_bias_option is None:
+            return
+        name, gate = self.gate_bias_option
+        value = getattr(self, name, 0.0)
         if value:
-            rows = slice(gate * self.hidden_size, (gate + 1) * self.hidden_size)
             with torch.no_grad():
-                self.bias_hh[rows] += value
+                self.bias_hh[gate * self.hidden_size:(gate + 1) * self.hidden_size] += value
 
 
 CellFactory = Callable[[int, int], RecurrentCell]

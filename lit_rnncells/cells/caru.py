@@ -49,6 +49,7 @@ class CARU(AffineCell):
     """
 
     gates = 2
+    gate_bias_option = ("content_weight_bias", 1)  # b_hz
     _gate_log: Optional[List[Tuple[Tensor, Tensor]]] = None  # (σ(x'), z) of each step, inside recording_gates()
 
     def __init__(self, input_size: int, hidden_size: int, *, word_weight: bool = True,
@@ -56,11 +57,7 @@ class CARU(AffineCell):
         super().__init__(input_size, hidden_size)
         self.word_weight = bool(word_weight)
         self.content_weight_bias = float(content_weight_bias)
-        self.add_to_gate_bias(1, self.content_weight_bias)  # after the draw: a seed's weights are otherwise as before
-
-    def reset_parameters(self) -> None:
-        super().reset_parameters()
-        self.add_to_gate_bias(1, getattr(self, "content_weight_bias", 0.0))  # unset while __init__ draws
+        self.shift_gate_bias()
 
     def project_input(self, x: Tensor) -> Tensor:
         return F.linear(x, self.weight_ih, self.bias_ih)  # [x', W_vz v + b_vz]
@@ -81,9 +78,8 @@ class CARU(AffineCell):
         return torch.addcmul(state, word_weight * z, n - state)
 
     def extra_repr(self) -> str:
-        options = ("" if self.word_weight else ", word_weight=False") + (
+        return super().extra_repr() + ("" if self.word_weight else ", word_weight=False") + (
             f", content_weight_bias={self.content_weight_bias:g}" if self.content_weight_bias else "")
-        return f"{self.input_size}, {self.hidden_size}{options}"
 
     def recording_gates(self) -> ContextManager[List[Tuple[Tensor, Tensor]]]:
         """Within the block, every step appends its detached word weight σ(x') and content weight z, each

@@ -97,19 +97,15 @@ class GRU(AffineCell):
 
     fused_takes_lengths = True
     gates = 3
+    gate_bias_option = ("update_bias", 1)  # b_hz
 
     def __init__(self, input_size: int, hidden_size: int, *, update_bias: float = 0.0) -> None:
         super().__init__(input_size, hidden_size)
         self.update_bias = float(update_bias)
-        self.add_to_gate_bias(1, self.update_bias)  # after the draw: a seed's weights are otherwise as before
-
-    def reset_parameters(self) -> None:
-        super().reset_parameters()
-        self.add_to_gate_bias(1, getattr(self, "update_bias", 0.0))  # unset while __init__ draws
+        self.shift_gate_bias()
 
     def extra_repr(self) -> str:
-        return f"{self.input_size}, {self.hidden_size}" + (
-            f", update_bias={self.update_bias:g}" if self.update_bias else "")
+        return super().extra_repr() + (f", update_bias={self.update_bias:g}" if self.update_bias else "")
 
     def step(self, x_proj_t: Tensor, state: Tensor) -> Tensor:
         return gru_update(x_proj_t, deferred_linear(state, self.weight_hh, self.bias_hh), state)
