@@ -68,3 +68,24 @@ def test_mean_and_std_have_the_same_decimals():
            "seconds": 1.25, "tokens_per_s": 1000.0}
     table = summary_markdown([row, {**row, "best val/acc": 0.732}], "c.yaml", "steps=4", "val/acc", [])
     assert "| 0.7345 ± 0.0035 |" in table
+
+
+def test_the_summary_says_which_cells_the_seeds_separate_from_the_best():
+    """Below the table: the best cell by the monitored metric (in its direction) and Welch's p of each other cell
+    against it, per grid point; 'within the seeds' spread' from p = 0.05 up."""
+    def rows(cell: str, values, **grid):
+        return [{"cell": cell, "hidden_size": 4, "params": 500, "best val/loss": v, "steps": 4, "seconds": 1.0,
+                 "tokens_per_s": 1.0, **grid} for v in values]
+
+    table = summary_markdown(rows("GRU", [1.0, 2.0, 3.0]) + rows("CARU", [4.0, 5.0, 6.0])
+                             + rows("MGU", [1.5, 2.5, 3.5]), "c.yaml", "steps=4", "val/loss", [], mode="min")
+    # GRU lowest; by the df-4 closed form (tests/test_seed_spread.py) CARU p = 0.021, MGU p = 0.573
+    assert ("- Best val/loss: GRU; against it (Welch's t-test over seeds): CARU p = 0.021, "
+            "MGU p = 0.573 (within the seeds' spread).") in table, table
+    higher = summary_markdown(rows("GRU", [1.0, 2.0, 3.0]) + rows("CARU", [4.0, 5.0, 6.0]), "c.yaml", "steps=4",
+                              "val/loss", [], mode="max")
+    assert "- Best val/loss: CARU; against it (Welch's t-test over seeds): GRU p = 0.021." in higher
+    grid = summary_markdown(rows("GRU", [1.0, 2.0], lr="0.1") + rows("CARU", [3.0], lr="0.1"), "c.yaml", "steps=4",
+                            "val/loss", ["lr"], mode="min")
+    assert "- Best val/loss at lr 0.1: GRU; against it (Welch's t-test over seeds): CARU under 2 seeds" in grid
+    assert "Welch" not in summary_markdown(rows("GRU", [1.0, 2.0]), "c.yaml", "steps=4", "val/loss", [], mode="min")

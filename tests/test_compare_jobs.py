@@ -49,7 +49,7 @@ def test_two_jobs_write_the_same_runs_summary_and_curves_as_one(tmp_path):
     one, two = without_timings(tmp_path / "jobs1"), without_timings(tmp_path / "jobs2")
     assert [r["run_id"] for r in one[0]] == ["GRU-h4-s1", "GRU-h4-s2", "MuFuRU-h4-s1", "MuFuRU-h4-s2"]  # the plan's
     assert one[0] == two[0]  # every metric, to the last digit runs.csv holds
-    assert one[1] == two[1] and len(one[1]) == 6
+    assert one[1] == two[1] and len(one[1]) == 8 and one[1][-1].startswith("- Best val/acc: ")  # the table, separation
     assert one[2] == two[2] and all(len(points) == 2 for points in one[2].values())
     assert (tmp_path / "jobs1" / "curves_steps.png").read_bytes() == (tmp_path / "jobs2" / "curves_steps.png").read_bytes()
     assert (tmp_path / "jobs2" / "curves_seconds.png").stat().st_size > 5000  # seconds: wall-clock, may differ

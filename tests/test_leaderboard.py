@@ -14,6 +14,7 @@ import pytest
 from lit_rnncells.experiments import leaderboard as lb
 from lit_rnncells.experiments.leaderboard_tasks import TASKS, Task
 from lit_rnncells.experiments.report import mean_std
+from lit_rnncells.experiments.seed_spread import SeedResult, welch_p
 from tests.test_language_model import ptb_char_corpus
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -130,6 +131,28 @@ def test_ranks_follow_the_means_and_each_metrics_direction(board):
         rows = runs_csv(out / task.name)
         sizes = {r["cell"]: int(r["params"]) for r in rows}
         assert sizes["GainRNN"] == pytest.approx(sizes["GRU"], rel=0.35)  # matched parameters
+
+
+@pytest.mark.slow
+def test_each_cell_has_welchs_p_against_the_rank_1_cell_from_runs_csv(board):
+    """The p column is Welch's t-test of the cell's seeds against the best mean's seeds, as runs.csv holds them."""
+    page, tasks, out, _ = board
+    text = page.read_text()
+    labels = {"GRU": "GRU", "tests.examples.leaderboard_cell.GainRNN": "GainRNN"}
+    for task in tasks:
+        section = text[text.index(f"## {task.name}:"):]
+        rows = {m[1]: (int(m[2]), m[3]) for m in re.finditer(r"^\| (\S+) \|(?: [^|]+ \|){4} (\d) \| ([^|]+) \|",
+                                                              section[:section.index("![")], re.M)}
+        assert len(rows) == 2, section
+        first = next(cell for cell, (rank, _) in rows.items() if rank == 1)
+        other = next(cell for cell in rows if cell != first)
+        values = {cell: [float(r[task.metric]) * task.scale for r in runs_csv(out / task.name)
+                         if r["cell"] == labels[cell]] for cell in rows}
+        seeds = {cell: SeedResult(statistics.fmean(v), statistics.stdev(v), len(v)) for cell, v in values.items()}
+        p = welch_p(seeds[other], seeds[first])
+        assert rows[first][1].strip() == "–"
+        assert rows[other][1].strip() == ("< 0.001" if p < 0.001 else f"{p:.3f}") + (" (within)" if p >= 0.05 else "")
+    assert "p vs rank 1: Welch's t-test over seeds" in text
 
 
 @pytest.mark.slow

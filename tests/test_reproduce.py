@@ -66,11 +66,40 @@ def test_cells_level_as_printed_are_not_ordered():
     """Means equal to the table's precision (a tiny run's BLEU of 0 for every cell) are level, not an ordering."""
     exp = _exp(lower_is_better=False, paper={"GRU": 1.0, "MuFuRU": 2.0, "MGU": 0.5})
     level = ordering_verdict(summarise([_row("GRU", 1, 0.0), _row("MuFuRU", 1, 0.0), _row("MGU", 1, 0.0)], exp), exp)
-    assert "Ours: GRU = MuFuRU = MGU." in level and "does **not** show" in level
+    assert "Ours: GRU = MuFuRU = MGU." in level and "is **not resolved**" in level and "3 of its 3 pairs" in level
     close = ordering_verdict(summarise([_row("GRU", 1, 0.5001), _row("MuFuRU", 1, 0.50049), _row("MGU", 1, 0.1)],
                                        exp), exp)
-    # sorted as the paper orders them (MuFuRU > GRU > MGU), but the first two print alike: not shown
-    assert "Ours: MuFuRU = GRU > MGU." in close and "does **not** show" in close
+    # sorted as the paper orders them (MuFuRU > GRU > MGU), but the first two print alike: not resolved
+    assert "Ours: MuFuRU = GRU > MGU." in close and "**not resolved**" in close and "MuFuRU and GRU" in close
+
+
+def _seeds(cell: str, *accs: float) -> list:
+    return [_row(cell, seed, acc) for seed, acc in enumerate(accs, 1)]
+
+
+def test_an_order_within_the_seeds_spread_is_not_resolved_and_names_the_pair():
+    """Means in the paper's order whose seeds overlap (Welch p about 0.36) are no ordering."""
+    exp = _exp(lower_is_better=False, paper={"GRU": 1.0, "MuFuRU": 2.0})
+    entries = summarise(_seeds("GRU", 0.50, 0.60, 0.70) + _seeds("MuFuRU", 0.55, 0.68, 0.75), exp)
+    verdict = ordering_verdict(entries, exp)
+    assert "Ours: MuFuRU ≈ GRU (≈: within the seeds' spread" in verdict
+    assert "is **not resolved**" in verdict and "MuFuRU and GRU (p = 0.5" in verdict, verdict
+
+
+def test_a_reversal_beyond_the_spread_does_not_show_and_an_agreement_beyond_it_shows():
+    exp = _exp(lower_is_better=False, paper={"GRU": 1.0, "MuFuRU": 2.0, "MGU": 0.5})
+    tight = _seeds("MuFuRU", 0.90, 0.91, 0.92) + _seeds("GRU", 0.80, 0.81, 0.82)
+    shows = ordering_verdict(summarise(tight + _seeds("MGU", 0.70, 0.71, 0.72), exp), exp)
+    assert shows.endswith("The paper's ordering **shows** at this budget."), shows
+    # MGU ahead of GRU beyond the spread: not shown, the reversed pair named, however the rest agree
+    reversed_ = ordering_verdict(summarise(tight + _seeds("MGU", 0.85, 0.86, 0.87), exp), exp)
+    assert "does **not** show at this budget: reversed, MGU ahead of GRU (p = 0.004)." in reversed_, reversed_
+    # MGU level with GRU within the spread, the rest agree: not resolved rather than not shown
+    overlapping = ordering_verdict(summarise(tight + _seeds("MGU", 0.70, 0.80, 0.90), exp), exp)
+    assert "is **not resolved**" in overlapping and "GRU and MGU (p = " in overlapping, overlapping
+    # one seed each: the means decide, and the verdict says nothing was tested
+    single = ordering_verdict(summarise([_row("MuFuRU", 1, 0.9), _row("GRU", 1, 0.8), _row("MGU", 1, 0.7)], exp), exp)
+    assert "**shows** at this budget (3 of its 3 pairs by the means alone" in single, single
 
 
 def test_without_numbers_the_papers_claimed_best_cell_is_checked():
@@ -78,6 +107,11 @@ def test_without_numbers_the_papers_claimed_best_cell_is_checked():
     shows = ordering_verdict(summarise([_row("GRU", 1, 0.5), _row("MuFuRU", 1, 0.9)], exp), exp)
     not_shown = ordering_verdict(summarise([_row("GRU", 1, 0.9), _row("MuFuRU", 1, 0.5)], exp), exp)
     assert "claim **shows**" in shows and "claim does **not** show" in not_shown
+    # the claimed cell ahead but within the seeds' spread of the runner-up: not resolved, with the p-value
+    close = ordering_verdict(summarise(_seeds("GRU", 0.5, 0.7) + _seeds("MuFuRU", 0.55, 0.75), exp), exp)
+    assert "claim is **not resolved** at this budget (MuFuRU ahead of GRU: p = 0.757)." in close, close
+    apart = ordering_verdict(summarise(_seeds("GRU", 0.5, 0.51) + _seeds("MuFuRU", 0.9, 0.91), exp), exp)
+    assert "claim **shows** at this budget (MuFuRU ahead of GRU: p < 0.001)" in apart, apart
 
 
 def test_a_tiny_report_runs_its_experiment_then_reads_it(tmp_path, monkeypatch):

@@ -18,6 +18,7 @@ from .compare import cell_label, check_cell
 from .leaderboard_tasks import TASKS, Task
 from .report import mean_std, number
 from .reproduce import spec_label
+from .seed_spread import ALPHA, SeedResult, welch_p
 
 
 @dataclass
@@ -46,6 +47,10 @@ class Entry:
     @property
     def mean(self) -> Optional[float]:
         return statistics.fmean(self.values) if self.values else None
+
+    def seeds(self) -> SeedResult:
+        return SeedResult(statistics.fmean(self.values), statistics.stdev(self.values) if len(self.values) > 1
+                          else None, len(self.values))
 
     def shown(self) -> str:
         """``mean ± std`` (the std from two seeds on), ``–`` without runs; the paper's figure after it."""
@@ -143,6 +148,16 @@ def machine() -> str:
     return f"{cores} CPU cores, {gpu}"
 
 
+def p_versus(entry: Entry, first: Optional[Entry]) -> str:
+    """Welch's p of ``entry`` against the rank-1 ``first`` (``within`` where the seeds do not separate them)."""
+    if first is None or entry is first or entry.rank is None:
+        return "–"
+    p = welch_p(entry.seeds(), first.seeds())
+    if p is None:
+        return "–"
+    return ("< 0.001" if p < 0.001 else f"{p:.3f}") + (" (within)" if p >= ALPHA else "")
+
+
 def task_section(result: TaskResult, cells: Sequence[str], entry_of: Dict[str, Entry], curves: Optional[Path],
                  seeds: Sequence[int]) -> List[str]:
     """A task's settings, its per-cell sizes and numbers, and its curves."""
@@ -153,15 +168,19 @@ def task_section(result: TaskResult, cells: Sequence[str], entry_of: Dict[str, E
              f"`{result.target}`; metric `{task.metric}`{f' ×{task.scale:g}' if task.scale != 1 else ''} "
              f"({'lower' if task.lower_is_better else 'higher'} is better) of the best-validation checkpoint; runs in "
              f"`{result.folder}`.", "",
-             f"| cell | hidden | params | n of {len(seeds)} | {task.metric_label()} | rank | steps | seconds |",
-             "|---|---|---|---|---|---|---|---|"]
+             f"| cell | hidden | params | n of {len(seeds)} | {task.metric_label()} | rank | p vs rank 1 | steps | "
+             "seconds |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    first = next((entry_of[spec] for spec in cells if entry_of[spec].rank == 1), None)
     for spec in cells:
         e = entry_of[spec]
         lines.append(f"| {spec} | {e.hidden if e.hidden is not None else '–'} | "
                      f"{f'{int(e.params):,}' if e.params is not None else '–'} | {len(e.values)} | {e.shown()} | "
-                     f"{e.rank if e.rank is not None else '–'} | {number(e.steps) if e.steps is not None else '–'} | "
+                     f"{e.rank if e.rank is not None else '–'} | {p_versus(e, first)} | "
+                     f"{number(e.steps) if e.steps is not None else '–'} | "
                      f"{number(e.seconds) if e.seconds is not None else '–'} |")
-    lines.append("")
+    lines += ["", f"p vs rank 1: Welch's t-test over seeds against the best mean; from {ALPHA:g} up the seeds do "
+              "not separate the two cells (within the spread), – under 2 seeds.", ""]
     if curves is not None:
         lines += [f"![{task.name} validation curves]({curves.name})", ""]
     return lines

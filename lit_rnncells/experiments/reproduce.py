@@ -28,6 +28,7 @@ from .compare.launchers import slurm_launcher
 from .compare.slurm_settings import add_slurm_options
 from .papers import COMPILED, GRU_PTB, LM_SMALL, MZU_PTB, NOTES, PAPERS, Experiment  # noqa: F401  (importable here)
 from .report import CURVES_FILE, RESULT_FILE, curve_groups, load_result, plot_validation_curves, row_of
+from .seed_spread import ALPHA, SeedResult, p_text, separated, welch_p
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -78,24 +79,96 @@ def ordering(entries: List[Dict[str, Any]], key: str, lower_is_better: bool) -> 
     return [e["cell"] for e in sorted(known, key=lambda e: e[key], reverse=not lower_is_better)]
 
 
+def seeds_of(entry: Dict[str, Any]) -> SeedResult:
+    return SeedResult(entry["mean"], entry["std"], entry["n"])
+
+
+def pair_status(ahead: Dict[str, Any], behind: Dict[str, Any], lower_is_better: bool) -> Tuple[str, Optional[float]]:
+    """How our runs order two cells the paper puts ``ahead`` of ``behind``: ``agrees``, ``reversed`` or ``level``
+    (equal as printed, or within the seeds' spread), with Welch's p (``None``: under two seeds, by the means)."""
+    p = welch_p(seeds_of(ahead), seeds_of(behind))
+    if fmt(ahead["mean"]) == fmt(behind["mean"]) or (p is not None and p >= ALPHA):
+        return "level", p
+    better = ahead["mean"] < behind["mean"] if lower_is_better else ahead["mean"] > behind["mean"]
+    return ("agrees" if better else "reversed"), p
+
+
+def ours_text(ours: List[Dict[str, Any]], lower_is_better: bool) -> str:
+    """Our order best first: ``a < b ≈ c``, with ``=`` for means equal as printed and ``≈`` for an order the
+    seeds do not separate."""
+    sign = " < " if lower_is_better else " > "
+    text = ours[0]["cell"] if ours else ""
+    for a, b in zip(ours, ours[1:]):
+        level = fmt(a["mean"]) == fmt(b["mean"])
+        within = not level and separated(seeds_of(a), seeds_of(b)) is False
+        text += (" = " if level else " ≈ " if within else sign) + b["cell"]
+    if " ≈ " in text:
+        text += f" (≈: within the seeds' spread, Welch's t-test p ≥ {ALPHA:g})"
+    return text
+
+
+def named_pairs(pairs: List[Tuple[str, str, Optional[float]]], what: str, total: int) -> str:
+    """A few pairs by name with their p-values, or their count among ``total`` pairs."""
+    if len(pairs) <= 2:
+        return "; ".join(f"{what.format(a=a, b=b)} ({p_text(p)})" for a, b, p in pairs)
+    return f"{len(pairs)} of its {total} pairs"
+
+
+def claim_verdict(ours: List[Dict[str, Any]], claimed: str, lower_is_better: bool) -> str:
+    """Whether our best cell is the paper's ``claimed`` best, beyond the seeds' spread: ``**shows** at this
+    budget``, ``does **not** show ...`` or ``is **not resolved** ...``, with the deciding pair's p-value."""
+    by_name = {e["cell"]: e for e in ours}
+    if claimed not in by_name:
+        return f"does **not** show at this budget ({claimed} has no finished run)"
+    if ours[0]["cell"] == claimed:
+        if len(ours) == 1:
+            return "**shows** at this budget (the only cell run)"
+        status, p = pair_status(ours[0], ours[1], lower_is_better)
+        verdict = "**shows**" if status == "agrees" else "is **not resolved**"
+        return f"{verdict} at this budget ({claimed} ahead of {ours[1]['cell']}: {p_text(p)})"
+    status, p = pair_status(by_name[claimed], ours[0], lower_is_better)
+    verdict = "does **not** show" if status == "reversed" else "is **not resolved**"
+    return f"{verdict} at this budget ({ours[0]['cell']} ahead of {claimed}: {p_text(p)})"
+
+
 def ordering_verdict(entries: List[Dict[str, Any]], exp: Experiment) -> str:
-    """Whether our ordering of the cells the paper reports agrees with the paper's."""
+    """Whether our ordering of the cells the paper reports agrees with the paper's, pair by pair beyond the seeds'
+    spread (:mod:`.seed_spread`): it **shows** when every pair the paper orders is ordered the same way by our
+    seeds, does **not** show when one is reversed beyond the spread, and is **not resolved** when none is reversed
+    but some are within it (or equal as printed). With one seed a pair rests on the means."""
     paper_order = ordering(entries, "paper", exp.lower_is_better)
+    known = [e for e in entries if e["mean"] is not None]
+    best_first = sorted(known, key=lambda e: e["mean"], reverse=not exp.lower_is_better)
     if len(paper_order) < 2:
         if exp.claimed_best is None:
             return "The paper gives no numbers to order here; see the setting above for its claim."
-        ours = ordering(entries, "mean", exp.lower_is_better)
-        verdict = "**shows**" if ours and ours[0] == exp.claimed_best else "does **not** show"
-        return (f"Paper: {exp.claimed_best} best (no numbers in the text). Ours, best first: {', '.join(ours)}. "
-                f"The paper's claim {verdict} at this budget.")
-    compared = [e for e in entries if e["cell"] in paper_order]
-    ours = ordering(compared, "mean", exp.lower_is_better)
+        return (f"Paper: {exp.claimed_best} best (no numbers in the text). Ours, best first: "
+                f"{ours_text(best_first, exp.lower_is_better)}. The paper's claim "
+                f"{claim_verdict(best_first, exp.claimed_best, exp.lower_is_better)}.")
+    by_name = {e["cell"]: e for e in known}
+    compared = [e for e in best_first if e["cell"] in paper_order]
     sign = " < " if exp.lower_is_better else " > "
-    shown = {e["cell"]: fmt(e["mean"]) for e in compared}
-    level = [shown[a] == shown[b] for a, b in zip(ours, ours[1:])]  # equal as printed: no order between them
-    text = ours[0] + "".join((" = " if tie else sign) + name for name, tie in zip(ours[1:], level)) if ours else ""
-    verdict = "**shows**" if ours == paper_order and not any(level) else "does **not** show"
-    return f"Paper: {sign.join(paper_order)}. Ours: {text}. The paper's ordering {verdict} at this budget."
+    head = f"Paper: {sign.join(paper_order)}. Ours: {ours_text(compared, exp.lower_is_better)}. "
+    missing = [c for c in paper_order if c not in by_name]
+    if missing:
+        return head + f"The paper's ordering does **not** show at this budget ({', '.join(missing)}: no finished run)."
+    pairs = [(a, b, *pair_status(by_name[a], by_name[b], exp.lower_is_better))
+             for i, a in enumerate(paper_order) for b in paper_order[i + 1:]]
+    reversed_ = [(a, b, p) for a, b, status, p in pairs if status == "reversed"]
+    level = [(a, b, p) for a, b, status, p in pairs if status == "level"]
+    untested = sum(p is None for *_, p in pairs)
+    if reversed_:
+        tail = "does **not** show at this budget: reversed, " + named_pairs(
+            [(b, a, p) for a, b, p in reversed_], "{a} ahead of {b}", len(pairs))
+        tail += f"; not separated by the seeds, {named_pairs(level, '{a} and {b}', len(pairs))}" if level else ""
+    elif level:
+        tail = ("is **not resolved** at this budget: none reversed; not separated by the seeds or level as printed, "
+                + named_pairs(level, "{a} and {b}", len(pairs)))
+    else:
+        tail = "**shows** at this budget"
+        if untested:
+            tail += f" ({untested} of its {len(pairs)} pairs by the means alone: under 2 seeds, no spread to test)"
+    return head + "The paper's ordering " + tail + "."
 
 
 def fmt(value: Optional[float], std: Optional[float] = None) -> str:
@@ -156,15 +229,16 @@ def experiment_markdown(exp: Experiment, entries: List[Dict[str, Any]], figures:
         point_order = grid_order(exp)
         for point in sorted({tuple(e["grid"].items()) for e in entries}, key=lambda p: point_order(dict(p))):
             members = [e for e in entries if tuple(e["grid"].items()) == point]
-            order = ordering(members, "mean", exp.lower_is_better)
+            best_first = sorted([m for m in members if m["mean"] is not None], key=lambda m: m["mean"],
+                                reverse=not exp.lower_is_better)
             gap = abs(members[0]["mean"] - members[-1]["mean"]) if len(members) == 2 and all(
                 m["mean"] is not None for m in members) else None
             where = ", ".join(f"{k.rsplit('.', 1)[-1]} {v}" for k, v in point)
             claim = "" if exp.claimed_best is None else (
-                f"; the paper's claim ({exp.claimed_best} ahead) " + ("**shows**" if order and order[0] ==
-                                                                      exp.claimed_best else "does **not** show"))
-            lines.append(f"- {where}: best first {', '.join(order)}" + (f" (gap {gap:.1f})" if gap is not None
-                                                                         else "") + claim)
+                f"; the paper's claim ({exp.claimed_best} ahead) "
+                + claim_verdict(best_first, exp.claimed_best, exp.lower_is_better))
+            lines.append(f"- {where}: best first {', '.join(m['cell'] for m in best_first)}"
+                         + (f" (gap {gap:.1f})" if gap is not None else "") + claim)
         lines.append("")
     lines += [f"![{Path(f).stem}]({Path(f).name})" for f in figures] + ([""] if figures else [])
     return "\n".join(lines)

@@ -85,7 +85,8 @@ def write_outputs(out: Path, config: str, budget: Budget, monitor: str, grid_key
     if not rows:
         return rows
     write_csv(rows, out / "runs.csv")
-    (out / "summary.md").write_text(summary_markdown(rows, config, str(budget), monitor, grid_keys))
+    (out / "summary.md").write_text(summary_markdown(rows, config, str(budget), monitor, grid_keys,
+                                                     mode=results[0].get("mode")))
     groups = curve_groups(results, grid_keys)
     title = f"{Path(config).parent.name}/{Path(config).name}, budget {budget}: validation {monitor}"
     images = plot_validation_curves(groups, monitor, title, out)
