@@ -93,7 +93,7 @@ def test_a_reversal_beyond_the_spread_does_not_show_and_an_agreement_beyond_it_s
     assert shows.endswith("The paper's ordering **shows** at this budget."), shows
     # MGU ahead of GRU beyond the spread: not shown, the reversed pair named, however the rest agree
     reversed_ = ordering_verdict(summarise(tight + _seeds("MGU", 0.85, 0.86, 0.87), exp), exp)
-    assert "does **not** show at this budget: reversed, MGU ahead of GRU (p = 0.004)." in reversed_, reversed_
+    assert "does **not** show at this budget: reversed: MGU ahead of GRU (p = 0.004)." in reversed_, reversed_
     # MGU level with GRU within the spread, the rest agree: not resolved rather than not shown
     overlapping = ordering_verdict(summarise(tight + _seeds("MGU", 0.70, 0.80, 0.90), exp), exp)
     assert "is **not resolved**" in overlapping and "GRU and MGU (p = " in overlapping, overlapping

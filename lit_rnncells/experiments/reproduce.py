@@ -158,11 +158,11 @@ def ordering_verdict(entries: List[Dict[str, Any]], exp: Experiment) -> str:
     level = [(a, b, p) for a, b, status, p in pairs if status == "level"]
     untested = sum(p is None for *_, p in pairs)
     if reversed_:
-        tail = "does **not** show at this budget: reversed, " + named_pairs(
+        tail = "does **not** show at this budget: reversed: " + named_pairs(
             [(b, a, p) for a, b, p in reversed_], "{a} ahead of {b}", len(pairs))
-        tail += f"; not separated by the seeds, {named_pairs(level, '{a} and {b}', len(pairs))}" if level else ""
+        tail += f"; not separated: {named_pairs(level, '{a} and {b}', len(pairs))}" if level else ""
     elif level:
-        tail = ("is **not resolved** at this budget: none reversed; not separated by the seeds or level as printed, "
+        tail = ("is **not resolved** at this budget: no pair is reversed; not separated: "
                 + named_pairs(level, "{a} and {b}", len(pairs)))
     else:
         tail = "**shows** at this budget"
