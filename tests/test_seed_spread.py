@@ -10,7 +10,10 @@ from lit_rnncells.experiments.seed_spread import SeedResult, p_text, separated, 
 
 
 def _seeds(*values: float) -> SeedResult:
-    return SeedResult(statistics.fmean(values), statistics.stdev(values) if len(values) > 1 else None, len(values))
+    seeds = SeedResult.of(values)
+    assert seeds == SeedResult(statistics.fmean(values), statistics.stdev(values) if len(values) > 1 else None,
+                               len(values))
+    return seeds
 
 
 def test_welch_p_is_the_two_sided_student_t_tail_computed_by_hand():

@@ -48,10 +48,6 @@ class Entry:
     def mean(self) -> Optional[float]:
         return statistics.fmean(self.values) if self.values else None
 
-    def seeds(self) -> SeedResult:
-        return SeedResult(statistics.fmean(self.values), statistics.stdev(self.values) if len(self.values) > 1
-                          else None, len(self.values))
-
     def shown(self) -> str:
         """``mean ± std`` (the std from two seeds on), ``–`` without runs; the paper's figure after it."""
         text = mean_std(self.values) if self.values else "–"
@@ -152,7 +148,7 @@ def p_versus(entry: Entry, first: Optional[Entry]) -> str:
     """Welch's p of ``entry`` against the rank-1 ``first`` (``within`` where the seeds do not separate them)."""
     if first is None or entry is first or entry.rank is None:
         return "–"
-    p = welch_p(entry.seeds(), first.seeds())
+    p = welch_p(SeedResult.of(entry.values), SeedResult.of(first.values))
     if p is None:
         return "–"
     return ("< 0.001" if p < 0.001 else f"{p:.3f}") + (" (within)" if p >= ALPHA else "")

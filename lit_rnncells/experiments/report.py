@@ -99,8 +99,7 @@ def summary_markdown(rows: List[Dict[str, Any]], config: str, budget: str, monit
 def separation_line(by_cell: Dict[str, List[float]], monitor: str, mode: str, point: Dict[str, Any]) -> str:
     """``Best val/loss: GRU; against it (Welch's t-test over seeds): CARU p = 0.012, MGU p = 0.41 (within the
     seeds' spread).`` for the cells of one grid point (their per-seed values of the monitored metric)."""
-    seeds = {cell: SeedResult(statistics.fmean(v), statistics.stdev(v) if len(v) > 1 else None, len(v))
-             for cell, v in by_cell.items()}
+    seeds = {cell: SeedResult.of(values) for cell, values in by_cell.items()}
     best = (min if mode == "min" else max)(seeds, key=lambda c: seeds[c].mean)
     where = "".join(f" at {k.rsplit('.', 1)[-1]} {v}" for k, v in point.items())
     others = []

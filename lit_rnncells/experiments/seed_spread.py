@@ -10,8 +10,9 @@ order rests on the means alone (:func:`welch_p` returns ``None``).
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Sequence
 
 ALPHA = 0.05  # two-sided: p below it separates two cells
 
@@ -23,6 +24,11 @@ class SeedResult:
     mean: float
     std: Optional[float]
     n: int
+
+    @classmethod
+    def of(cls, values: Sequence[float]) -> "SeedResult":
+        """The mean, sample standard deviation and count of per-seed ``values`` (at least one)."""
+        return cls(statistics.fmean(values), statistics.stdev(values) if len(values) > 1 else None, len(values))
 
 
 def welch_p(a: SeedResult, b: SeedResult) -> Optional[float]:
