@@ -78,7 +78,7 @@ def _seeds(cell: str, *accs: float) -> list:
 
 
 def test_an_order_within_the_seeds_spread_is_not_resolved_and_names_the_pair():
-    """Means in the paper's order whose seeds overlap (Welch p about 0.36) are no ordering."""
+    """Means in the paper's order whose seeds overlap (Welch p about 0.5) are no ordering."""
     exp = _exp(lower_is_better=False, paper={"GRU": 1.0, "MuFuRU": 2.0})
     entries = summarise(_seeds("GRU", 0.50, 0.60, 0.70) + _seeds("MuFuRU", 0.55, 0.68, 0.75), exp)
     verdict = ordering_verdict(entries, exp)
