@@ -18,7 +18,7 @@ from .compare import cell_label, check_cell
 from .leaderboard_tasks import TASKS, Task
 from .report import mean_std, number
 from .reproduce import spec_label
-from .seed_spread import ALPHA, SeedResult, welch_p
+from .seed_spread import ALPHA, SeedResult, p_value, welch_p
 
 
 @dataclass
@@ -151,7 +151,7 @@ def p_versus(entry: Entry, first: Optional[Entry]) -> str:
     p = welch_p(SeedResult.of(entry.values), SeedResult.of(first.values))
     if p is None:
         return "–"
-    return ("< 0.001" if p < 0.001 else f"{p:.3f}") + (" (within)" if p >= ALPHA else "")
+    return p_value(p) + (" (within)" if p >= ALPHA else "")
 
 
 def task_section(result: TaskResult, cells: Sequence[str], entry_of: Dict[str, Entry], curves: Optional[Path],

@@ -73,10 +73,15 @@ def spec_label(spec: str) -> str:
     return cell_label(check_cell(spec))
 
 
+def best_first(entries: List[Dict[str, Any]], key: str, lower_is_better: bool) -> List[Dict[str, Any]]:
+    """The entries best first by ``key`` (entries without a value left out)."""
+    known = [e for e in entries if e[key] is not None]
+    return sorted(known, key=lambda e: e[key], reverse=not lower_is_better)
+
+
 def ordering(entries: List[Dict[str, Any]], key: str, lower_is_better: bool) -> List[str]:
     """Cell names best first by ``key`` (entries without a value left out)."""
-    known = [e for e in entries if e[key] is not None]
-    return [e["cell"] for e in sorted(known, key=lambda e: e[key], reverse=not lower_is_better)]
+    return [e["cell"] for e in best_first(entries, key, lower_is_better)]
 
 
 def seeds_of(entry: Dict[str, Any]) -> SeedResult:
@@ -137,16 +142,15 @@ def ordering_verdict(entries: List[Dict[str, Any]], exp: Experiment) -> str:
     seeds, does **not** show when one is reversed beyond the spread, and is **not resolved** when none is reversed
     but some are within it (or equal as printed). With one seed a pair rests on the means."""
     paper_order = ordering(entries, "paper", exp.lower_is_better)
-    known = [e for e in entries if e["mean"] is not None]
-    best_first = sorted(known, key=lambda e: e["mean"], reverse=not exp.lower_is_better)
+    ours = best_first(entries, "mean", exp.lower_is_better)
     if len(paper_order) < 2:
         if exp.claimed_best is None:
             return "The paper gives no numbers to order here; see the setting above for its claim."
         return (f"Paper: {exp.claimed_best} best (no numbers in the text). Ours, best first: "
-                f"{ours_text(best_first, exp.lower_is_better)}. The paper's claim "
-                f"{claim_verdict(best_first, exp.claimed_best, exp.lower_is_better)}.")
-    by_name = {e["cell"]: e for e in known}
-    compared = [e for e in best_first if e["cell"] in paper_order]
+                f"{ours_text(ours, exp.lower_is_better)}. The paper's claim "
+                f"{claim_verdict(ours, exp.claimed_best, exp.lower_is_better)}.")
+    by_name = {e["cell"]: e for e in ours}
+    compared = [e for e in ours if e["cell"] in paper_order]
     sign = " < " if exp.lower_is_better else " > "
     head = f"Paper: {sign.join(paper_order)}. Ours: {ours_text(compared, exp.lower_is_better)}. "
     missing = [c for c in paper_order if c not in by_name]
@@ -229,15 +233,14 @@ def experiment_markdown(exp: Experiment, entries: List[Dict[str, Any]], figures:
         point_order = grid_order(exp)
         for point in sorted({tuple(e["grid"].items()) for e in entries}, key=lambda p: point_order(dict(p))):
             members = [e for e in entries if tuple(e["grid"].items()) == point]
-            best_first = sorted([m for m in members if m["mean"] is not None], key=lambda m: m["mean"],
-                                reverse=not exp.lower_is_better)
+            ordered = best_first(members, "mean", exp.lower_is_better)
             gap = abs(members[0]["mean"] - members[-1]["mean"]) if len(members) == 2 and all(
                 m["mean"] is not None for m in members) else None
             where = ", ".join(f"{k.rsplit('.', 1)[-1]} {v}" for k, v in point)
             claim = "" if exp.claimed_best is None else (
                 f"; the paper's claim ({exp.claimed_best} ahead) "
-                + claim_verdict(best_first, exp.claimed_best, exp.lower_is_better))
-            lines.append(f"- {where}: best first {', '.join(m['cell'] for m in best_first)}"
+                + claim_verdict(ordered, exp.claimed_best, exp.lower_is_better))
+            lines.append(f"- {where}: best first {', '.join(m['cell'] for m in ordered)}"
                          + (f" (gap {gap:.1f})" if gap is not None else "") + claim)
         lines.append("")
     lines += [f"![{Path(f).stem}]({Path(f).name})" for f in figures] + ([""] if figures else [])

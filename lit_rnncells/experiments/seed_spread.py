@@ -56,4 +56,9 @@ def p_text(p: Optional[float]) -> str:
     """``p = 0.031`` (three decimals; ``p < 0.001`` below that), or why nothing was tested."""
     if p is None:
         return "under 2 seeds: not tested"
-    return "p < 0.001" if p < 0.001 else f"p = {p:.3f}"
+    return ("p " if p < 0.001 else "p = ") + p_value(p)
+
+
+def p_value(p: float) -> str:
+    """A p-value to three decimals, ``< 0.001`` below that (for a table cell)."""
+    return "< 0.001" if p < 0.001 else f"{p:.3f}"
