@@ -93,13 +93,28 @@ def test_a_reversal_beyond_the_spread_does_not_show_and_an_agreement_beyond_it_s
     assert shows.endswith("The paper's ordering **shows** at this budget."), shows
     # MGU ahead of GRU beyond the spread: not shown, the reversed pair named, however the rest agree
     reversed_ = ordering_verdict(summarise(tight + _seeds("MGU", 0.85, 0.86, 0.87), exp), exp)
-    assert "does **not** show at this budget: reversed: MGU ahead of GRU (p = 0.004)." in reversed_, reversed_
+    assert ("does **not** show at this budget: reversed: MGU ahead of GRU (p = 0.004; 0.007 after Holm's correction"
+            " over 3 pairs)." in reversed_), reversed_
     # MGU level with GRU within the spread, the rest agree: not resolved rather than not shown
     overlapping = ordering_verdict(summarise(tight + _seeds("MGU", 0.70, 0.80, 0.90), exp), exp)
     assert "is **not resolved**" in overlapping and "GRU and MGU (p = " in overlapping, overlapping
     # one seed each: the means decide, and the verdict says nothing was tested
     single = ordering_verdict(summarise([_row("MuFuRU", 1, 0.9), _row("GRU", 1, 0.8), _row("MGU", 1, 0.7)], exp), exp)
     assert "**shows** at this budget (3 of its 3 pairs by the means alone" in single, single
+
+
+def test_a_reversal_counts_only_where_it_survives_holms_correction_over_the_papers_pairs():
+    """Four cells the paper orders: six pairs. MGU ahead of GRU at p = 0.021 alone, but four pairs have a p at
+    least as large, so Holm's step-down multiplies it by 4 (0.085): not resolved, with both p-values. Further
+    apart, the reversal survives the correction and the ordering does not show."""
+    exp = _exp(lower_is_better=False, paper={"MuFuRU": 4.0, "GRU": 3.0, "MGU": 2.0, "CARU": 1.0})
+    base = _seeds("MuFuRU", 0.77, 0.79, 0.81) + _seeds("GRU", 0.70, 0.71, 0.72) + _seeds("CARU", 0.67, 0.69, 0.71)
+    close = ordering_verdict(summarise(base + _seeds("MGU", 0.73, 0.74, 0.75), exp), exp)
+    assert ("is **not resolved** at this budget: no pair is reversed; not separated: GRU and MGU (p = 0.021; 0.085"
+            " after Holm's correction over 6 pairs); GRU and CARU (p = 0.221)." in close), close
+    apart = ordering_verdict(summarise(base + _seeds("MGU", 0.75, 0.76, 0.77), exp), exp)
+    assert ("does **not** show at this budget: reversed: MGU ahead of GRU (p = 0.004; 0.022 after Holm's correction"
+            " over 6 pairs); not separated: MuFuRU and MGU (p = 0.104); GRU and CARU (p = 0.221)." in apart), apart
 
 
 def test_without_numbers_the_papers_claimed_best_cell_is_checked():

@@ -6,7 +6,7 @@ import statistics
 
 import pytest
 
-from lit_rnncells.experiments.seed_spread import SeedResult, p_text, separated, welch_p
+from lit_rnncells.experiments.seed_spread import SeedResult, holm, p_text, separated, welch_p
 
 
 def _seeds(*values: float) -> SeedResult:
@@ -39,3 +39,13 @@ def test_under_two_seeds_nothing_is_tested_and_no_spread_is_exact():
     assert welch_p(_seeds(1.0, 1.0), _seeds(1.0, 1.0)) == 1.0
     assert p_text(None) == "under 2 seeds: not tested" and p_text(0.0004) == "p < 0.001"
     assert p_text(0.0213) == "p = 0.021"
+
+
+def test_holm_multiplies_the_ith_smallest_p_by_the_tests_left_and_keeps_the_order():
+    """Holm's step-down on four p-values, by hand: 0.01 x 4 = 0.04; 0.02 x 3 = 0.06; 0.03 x 2 = 0.06 (not below
+    the one before); 0.5 x 1 = 0.5. In the order given, with an untested pair left out of m."""
+    assert holm([0.03, 0.5, None, 0.01, 0.02]) == pytest.approx([0.06, 0.5, None, 0.04, 0.06])
+    assert holm([0.04]) == [0.04]  # one test: unchanged
+    assert holm([0.4, 0.6]) == pytest.approx([0.8, 0.8])  # 0.6 x 1 is below 0.4 x 2: kept at 0.8
+    assert holm([0.9, 0.8]) == [1.0, 1.0]
+    assert holm([]) == [] and holm([None]) == [None]

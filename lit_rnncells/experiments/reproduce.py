@@ -28,7 +28,7 @@ from .compare.launchers import slurm_launcher
 from .compare.slurm_settings import add_slurm_options
 from .papers import COMPILED, GRU_PTB, LM_SMALL, MZU_PTB, NOTES, PAPERS, Experiment  # noqa: F401  (importable here)
 from .report import CURVES_FILE, RESULT_FILE, curve_groups, load_result, plot_validation_curves, row_of
-from .seed_spread import ALPHA, SeedResult, p_text, separated, welch_p
+from .seed_spread import ALPHA, SeedResult, holm, p_text, p_value, separated, welch_p
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -112,11 +112,17 @@ def ours_text(ours: List[Dict[str, Any]], lower_is_better: bool) -> str:
     return text
 
 
-def named_pairs(pairs: List[Tuple[str, str, Optional[float]]], what: str, total: int) -> str:
-    """A few pairs by name with their p-values, or their count among ``total`` pairs."""
-    if len(pairs) <= 2:
-        return "; ".join(f"{what.format(a=a, b=b)} ({p_text(p)})" for a, b, p in pairs)
-    return f"{len(pairs)} of its {total} pairs"
+def named_pairs(pairs: List[Tuple[str, str, Optional[float], Optional[float]]], what: str, total: int) -> str:
+    """A few pairs by name with their p-values (and the Holm-adjusted one, where given and different), or their
+    count among ``total`` pairs."""
+    if len(pairs) > 2:
+        return f"{len(pairs)} of its {total} pairs"
+    named = []
+    for a, b, p, adjusted in pairs:
+        holm_text = "" if p is None or adjusted is None or adjusted == p else (
+            f"; {p_value(adjusted)} after Holm's correction over {total} pairs")
+        named.append(f"{what.format(a=a, b=b)} ({p_text(p)}{holm_text})")
+    return "; ".join(named)
 
 
 def claim_verdict(ours: List[Dict[str, Any]], claimed: str, lower_is_better: bool) -> str:
@@ -139,8 +145,9 @@ def claim_verdict(ours: List[Dict[str, Any]], claimed: str, lower_is_better: boo
 def ordering_verdict(entries: List[Dict[str, Any]], exp: Experiment) -> str:
     """Whether our ordering of the cells the paper reports agrees with the paper's, pair by pair beyond the seeds'
     spread (:mod:`.seed_spread`): it **shows** when every pair the paper orders is ordered the same way by our
-    seeds, does **not** show when one is reversed beyond the spread, and is **not resolved** when none is reversed
-    but some are within it (or equal as printed). With one seed a pair rests on the means."""
+    seeds, does **not** show when one is reversed beyond the spread after Holm's correction over the pairs, and
+    is **not resolved** otherwise: some pair within the spread (or equal as printed), or reversed only before the
+    correction. With one seed a pair rests on the means."""
     paper_order = ordering(entries, "paper", exp.lower_is_better)
     ours = best_first(entries, "mean", exp.lower_is_better)
     if len(paper_order) < 2:
@@ -158,12 +165,17 @@ def ordering_verdict(entries: List[Dict[str, Any]], exp: Experiment) -> str:
         return head + f"The paper's ordering does **not** show at this budget ({', '.join(missing)}: no finished run)."
     pairs = [(a, b, *pair_status(by_name[a], by_name[b], exp.lower_is_better))
              for i, a in enumerate(paper_order) for b in paper_order[i + 1:]]
-    reversed_ = [(a, b, p) for a, b, status, p in pairs if status == "reversed"]
-    level = [(a, b, p) for a, b, status, p in pairs if status == "level"]
+    adjusted = holm([p for *_, p in pairs])
+    # a reversal counts only where it survives Holm's correction over the pairs; an agreement needs p < ALPHA on
+    # its own (every pair must agree: an intersection-union test, see seed_spread)
+    reversed_ = [(b, a, p, q) for (a, b, status, p), q in zip(pairs, adjusted)
+                 if status == "reversed" and (q is None or q < ALPHA)]
+    level = [(a, b, p, None if status == "level" else q) for (a, b, status, p), q in zip(pairs, adjusted)
+             if status == "level" or (status == "reversed" and q is not None and q >= ALPHA)]
     untested = sum(p is None for *_, p in pairs)
     if reversed_:
-        tail = "does **not** show at this budget: reversed: " + named_pairs(
-            [(b, a, p) for a, b, p in reversed_], "{a} ahead of {b}", len(pairs))
+        tail = "does **not** show at this budget: reversed: " + named_pairs(reversed_, "{a} ahead of {b}",
+                                                                             len(pairs))
         tail += f"; not separated: {named_pairs(level, '{a} and {b}', len(pairs))}" if level else ""
     elif level:
         tail = ("is **not resolved** at this budget: no pair is reversed; not separated: "
