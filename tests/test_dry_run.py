@@ -58,6 +58,22 @@ def test_the_cpu_scale_dry_run_plans_the_matched_hidden_sizes(data_dir, tmp_path
     assert "deprecated" not in text + capsys.readouterr().err
 
 
+@pytest.mark.parametrize("scale, runs", [("cpu", 2 * 2 * 10), ("paper", 2 * 7 * 10)])
+def test_seeds_sets_every_experiments_seed_count_at_either_scale(scale, runs, tmp_path, capsys):
+    """``--seeds 10``: seeds 1 to 10 of MuFuRU's logic experiment (two cells, a grid of 2 sizes at the CPU scale, 7
+    at the paper's), where it runs 3 of its own."""
+    assert reproduce.main(["mufuru", "--experiments", "logic_fig1a", "--scale", scale, "--seeds", "10", "--dry-run",
+                           "--out", str(tmp_path / "runs")]) == 0
+    err = capsys.readouterr().err
+    assert f"dry run: {runs} runs planned" in err and "GRU-hidden_size=4-s10:" in err and "-s11:" not in err
+
+
+def test_seeds_below_one_is_one_line(tmp_path, capsys):
+    assert reproduce.main(["caru", "--seeds", "0", "--out", str(tmp_path / "runs")]) == 2
+    assert capsys.readouterr().err == "error: --seeds 0: give 1 or more seeds.\n"
+    assert not (tmp_path / "runs").exists()
+
+
 def test_a_dry_run_of_an_unknown_experiment_is_one_line(tmp_path, capsys):
     assert reproduce.main(["mzu", "--scale", "paper", "--dry-run", "--experiments", "absa_restaurants", "--out",
                            str(tmp_path)]) == 2

@@ -150,6 +150,12 @@ def test_a_tiny_report_runs_its_experiment_then_reads_it(tmp_path, monkeypatch):
     partial = reproduce.reproduce("tiny", tmp_path / "runs", None, read_only=True)
     assert "| GRU | 0.900 |" in partial and "| MuFuRU |" not in partial
     assert not (tmp_path / "runs" / "tiny" / "MuFuRU-h4-s1" / "result.json").exists()
+    # --seeds 2: the finished seed is kept, the missing runs train, and the table counts both seeds
+    more = reproduce.reproduce("tiny", tmp_path / "runs", None, seeds=2)
+    assert "budget `epochs=1`, 2 seeds (n: the runs finished)" in more
+    assert "| GRU | 0.900 | " in more and " | 2 | 4 |" in more and "| MuFuRU | 0.950 | " in more
+    assert (tmp_path / "runs" / "tiny" / "GRU-h4-s1" / "result.json").stat().st_mtime_ns == before
+    assert (tmp_path / "runs" / "tiny" / "GRU-h4-s2" / "result.json").is_file()
 
 
 def test_an_unknown_paper_or_experiment_is_one_line(capsys):

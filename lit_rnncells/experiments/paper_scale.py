@@ -21,6 +21,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 from ..utils.paths import check_output_folder
 from .compare import CompareError, LocalLauncher, parse_vary
 from .compare.runner import visible_gpus
+from .papers import with_seeds
 
 MZU_DT = "zones=4,filter_size=1000,transition_depth=1,share_transition=true,layer_norm=true,candidate_dropout=0.5," \
          "disagreement_weight=1.0"
@@ -58,12 +59,12 @@ SCALES: Dict[str, Dict[str, PaperScale]] = {
                 "GRU+DT (one shared transition GRU) with layer norm and candidate dropout 0.5 as the paper's "
                 "footnote 3 says (`GRUDT`, `transition_depth=0` for the GRU; where, as in the MZU: each "
                 "pre-activation, the candidate); no other dropout: the config's locked dropout on the RNN output "
-                "is set to 0, the paper stating none; 60 epochs (the paper gives none), 1 seed")},
+                "is set to 0, the paper stating none; 60 epochs (the paper gives none)")},
     "mcrnn": {"ptb_word": PaperScale(
         config="configs/lm/ptb_word_awd_lstm.yaml", budget="epochs=500",
         fields={"seeds": 1, "match_params": None, "hidden_size": 1150, "extra": ()},
         setting="AWD-LSTM's sizes (configs/lm/ptb_word_awd_lstm.yaml): 3 layers, 1150 hidden, 400 embedding, "
-                "weight drop 0.5, NT-ASGD, 500 epochs, 1 seed")},
+                "weight drop 0.5, NT-ASGD, 500 epochs")},
     "mufuru": {"logic_fig1a": PaperScale(
         config="configs/logic/gru.yaml", budget="epochs=100",
         fields={"vary": ("model.init_args.hidden_size=2,4,8,16,32,64,128",),
@@ -71,13 +72,13 @@ SCALES: Dict[str, Dict[str, PaperScale]] = {
         setting="the paper's data, operations, Adam (β1 = 0) and 100 epochs; the figure's hidden sizes are not in "
                 "the text, so ours are 2 to 128 in powers of two, to see both of its claims: the MuFuRU near 100 % "
                 "from size 8 where the GRU is lower, and the GRU overfitting at larger sizes where the MuFuRU does "
-                "not; embedding 32, batch 32, learning rate 1e-3, clip 5 as at the CPU scale, 3 seeds")},
+                "not; embedding 32, batch 32, learning rate 1e-3, clip 5 as at the CPU scale")},
     "caru": {"multi30k_de_en": PaperScale(
         config="configs/seq2seq/multi30k_de_en_gru.yaml", budget="epochs=20",
         fields={"seeds": 1, "hidden_size": 2048, "extra": ()},
         setting="the paper's sizes (configs/seq2seq/multi30k_de_en_gru.yaml): embedding 256, hidden 2048 for every "
                 "cell, batch 100, Adam 1e-3 halved on a validation plateau; 20 epochs (the paper gives none), beam 5 "
-                "at test, 1 seed")},
+                "at test")},
 }
 """Paper-size settings of the CPU experiments of the same name; experiments without one are left out at this
 scale (their section says so)."""
@@ -197,13 +198,13 @@ Section = Callable[[Any, Path, LocalLauncher, List[str], Any], Tuple[str, List[D
 
 def reproduce_at_paper_scale(paper: str, title: str, cpu_experiments: Sequence[Any], out: Path, results: Path,
                              chosen: Optional[Sequence[str]], time_limit: Optional[float], section: Section,
-                             log: Any = None, jobs: Optional[int] = None) -> str:
+                             log: Any = None, jobs: Optional[int] = None, seeds: Optional[int] = None) -> str:
     """Each of the paper's experiments at its sizes (:func:`experiments`; ``chosen``: only these), all its runs at
     once on one GPU (the first visible; without one, sharing the CPU cores), or ``jobs`` at a time, each allowed
     ``time_limit`` seconds of training (``None``: the paper's full budget); the report, runs.csv and curves go to
-    ``results``."""
+    ``results``; ``seeds``: seeds 1 to ``seeds`` of each instead of its own number."""
     log = sys.stderr if log is None else log
-    exps = experiments(paper, cpu_experiments)
+    exps = with_seeds(experiments(paper, cpu_experiments), seeds)
     unknown = sorted(set(chosen or ()) - {e.name for e in exps})
     if unknown:
         raise CompareError(f"Unknown experiment(s) {', '.join(unknown)} of {paper} at the paper's size; use "

@@ -3,8 +3,8 @@ budget with the paper's figure for each cell) in :data:`PAPERS`, and the report'
 experiment in :data:`NOTES`. Adding an experiment of a paper is one more :class:`Experiment` here."""
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Dict, List, Optional, Tuple
+from dataclasses import dataclass, replace
+from typing import Dict, List, Optional, Sequence, Tuple
 
 
 @dataclass(frozen=True)
@@ -34,6 +34,12 @@ class Experiment:
     our_setting: str = ""
     claimed_best: Optional[str] = None
     """Where the paper gives no numbers: the cell it reports best (the verdict checks ours against it)."""
+
+
+def with_seeds(experiments: Sequence[Experiment], seeds: Optional[int]) -> List[Experiment]:
+    """``experiments`` with seeds 1 to ``seeds`` each (``reproduce --seeds``; ``None`` keeps each one's own). The
+    first seeds of a longer run are the shorter run's, so more seeds add runs beside the finished ones."""
+    return [exp if seeds is None else replace(exp, seeds=seeds) for exp in experiments]
 
 
 LM_SMALL = ("--model.init_args.embedding_size", "64", "--model.init_args.regularization.dropout", "0.0",
@@ -116,7 +122,7 @@ PAPERS: Dict[str, Tuple[str, List[Experiment]]] = {
                           "(no numbers in the text); no embedding size, batch size or learning rate given",
             our_setting="the paper's data, epochs, operations and Adam (β1 = 0, β2 = 0.999); where it is silent, "
                         "our choice: embedding 32, batch 32, learning rate 1e-3, clip 5, 200 validation formulas; "
-                        "hidden 4 and 8, 3 seeds; compared at equal hidden size as in the paper's figure, where "
+                        "hidden 4 and 8; compared at equal hidden size as in the paper's figure, where "
                         "MuFuRU has about twice the GRU's parameters"),
         Experiment(
             name="logic_regime", title="Propositional logic, harder regime: test accuracy % on 21-40 gates",
@@ -126,7 +132,7 @@ PAPERS: Dict[str, Tuple[str, List[Experiment]]] = {
             vary=("data.init_args.train_size=100,1000", "data.init_args.test_gates=[21,40]",
                   "model.init_args.hidden_size=2,4,8"),
             paper_setting="not in the paper: our search for the regime where the cells differ",
-            our_setting="100 or 1,000 training formulas of 5-10 gates, test on 21-40 gates, hidden 2/4/8, 3 seeds"),
+            our_setting="100 or 1,000 training formulas of 5-10 gates, test on 21-40 gates, hidden 2/4/8"),
         Experiment(
             name="ptb_word", title="PTB word LM, test perplexity (§4.2)",
             config="configs/lm/ptb_word_gru.yaml", cells={"GRU": "GRU", "MuFuRU": "MuFuRU"},
@@ -142,7 +148,7 @@ PAPERS: Dict[str, Tuple[str, List[Experiment]]] = {
                         ".yaml): embedding 200, untied, batch 20, BPTT 35, learning rate 1e-3, clip 5, locked dropout "
                         "0.3 on the output; at the CPU budget 5 epochs (6,640 steps) of the config's 40, validation "
                         "4 times an epoch on 60 of the 211 validation batches, the best tested on the whole test "
-                        "set, 3 seeds"),
+                        "set"),
     ]),
     "caru": ("CARU: Content-Adaptive Recurrent Unit "
              "(Chan, Ke & Im, *CARU: A Content-Adaptive Recurrent Unit for the Transition of Hidden State in NLP*, ICONIP 2020)", [
@@ -160,7 +166,7 @@ PAPERS: Dict[str, Tuple[str, List[Experiment]]] = {
                         "out, no dropout or other layers); where it is silent, our choice: every word of the training "
                         "reviews in the vocabulary, no gradient clipping; at the CPU budget embedding 64 (random: no pretrained "
                         "vectors on this machine), hidden 128, reviews cut to their first 200 tokens, 3 epochs, "
-                        "all 25,000 test reviews, 3 seeds"),
+                        "all 25,000 test reviews"),
         Experiment(
             name="multi30k_de_en", title="Multi30k De→En, test BLEU (Table 2)",
             config="configs/seq2seq/multi30k_de_en_gru.yaml", cells={"GRU": "GRU", "MGU": "MGU", "CARU": "CARU"},
@@ -175,7 +181,7 @@ PAPERS: Dict[str, Tuple[str, List[Experiment]]] = {
                         "silent, our choice: RNNSearch with additive attention, a joint byte-level BPE of 8,000 "
                         "symbols fitted on the training split, dropout 0.5, clip 1, the best validation loss tested "
                         "with beam 5, sacreBLEU on detokenised text of test_2016_flickr; at the CPU budget hidden 256, "
-                        "1 epoch (290 steps), validation 4 times, 3 seeds"),
+                        "1 epoch (290 steps), validation 4 times"),
     ]),
     "mcrnn": ("MC-RNN: multi-channel multi-block RNN "
              "(Xu, Huang, Wang, Wang & Liu, *Modeling Local Dependence in Natural Language with Multi-Channel Recurrent Neural Networks*, AAAI 2019)", [
@@ -198,7 +204,7 @@ PAPERS: Dict[str, Tuple[str, List[Experiment]]] = {
                         "clip 0.25, batch 20, variable BPTT 70); at the CPU budget one layer, untied (tying fixes "
                         "the one layer's size to the embedding's, which parameter matching needs free), "
                         "parameters matched to an LSTM of 128, embedding 128, six epochs (about 4,000 steps), "
-                        "validation every 100 steps on 40 batches, 3 seeds; the recurrence compiled (MC-RNN; the "
+                        "validation every 100 steps on 40 batches; the recurrence compiled (MC-RNN; the "
                         "LSTM runs fused)"),
         Experiment(
             name="iwslt14_de_en", title="IWSLT14 De→En, test BLEU (Table 2), on a 9,485-pair sample of the training set",
@@ -218,7 +224,7 @@ PAPERS: Dict[str, Tuple[str, List[Experiment]]] = {
                         "Moses-tokenised test set, all 6,750 sentences; at the CPU budget the 9,485-pair training "
                         "sample of this machine, a joint BPE of 8,000 symbols fitted on it (25k merges stop short on "
                         "the sample), embedding and hidden 128, 8 epochs (1,192 steps), validation twice an epoch "
-                        "on 20 batches, 3 seeds"),
+                        "on 20 batches"),
         Experiment(
             name="gigaword", title="Gigaword headlines, test ROUGE-1 F1 (Table 3), on the first 10,000 training pairs",
             config="configs/seq2seq/gigaword_lstm.yaml",
@@ -236,8 +242,7 @@ PAPERS: Dict[str, Tuple[str, List[Experiment]]] = {
                         "dropout 0.3, clip 1, the best validation loss tested); ROUGE F1 with Porter stemming "
                         "(rouge-score) on the corpus's tokenised text, all 1,951 test pairs; at the CPU budget the "
                         "first 10,000 training pairs (0.26 %), a joint BPE of 8,000 symbols fitted on them, "
-                        "embedding and hidden 128, 6 epochs (942 steps), validation twice an epoch on 20 batches, "
-                        "3 seeds"),
+                        "embedding and hidden 128, 6 epochs (942 steps), validation twice an epoch on 20 batches"),
     ]),
 }
 

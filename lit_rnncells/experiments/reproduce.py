@@ -26,7 +26,7 @@ from .compare import (CompareError, Interrupted, Launch, Launcher, LocalLauncher
                       compare, parse_vary)
 from .compare.launchers import slurm_launcher
 from .compare.slurm_settings import add_slurm_options
-from .papers import COMPILED, GRU_PTB, LM_SMALL, MZU_PTB, NOTES, PAPERS, Experiment  # noqa: F401  (importable here)
+from .papers import COMPILED, GRU_PTB, LM_SMALL, MZU_PTB, NOTES, PAPERS, Experiment, with_seeds  # noqa: F401  (importable here)
 from .report import CURVES_FILE, RESULT_FILE, curve_groups, load_result, plot_validation_curves, row_of
 from .seed_spread import ALPHA, SeedResult, holm, p_text, p_value, separated, welch_p
 
@@ -283,16 +283,18 @@ def cpu_header(paper: str, title: str) -> List[str]:
 
 
 def reproduce(paper: str, out: Path, report: Optional[Path], experiments: Optional[Sequence[str]] = None,
-              read_only: bool = False, log: Any = None, launcher: Optional[Launcher] = None) -> str:
+              read_only: bool = False, log: Any = None, launcher: Optional[Launcher] = None,
+              seeds: Optional[int] = None) -> str:
     """Run (or read) a paper's experiments and return its markdown report (progress on ``log``, default the
-    current ``sys.stderr``); ``launcher`` runs the runs (default one at a time on this machine). With ``report``
+    current ``sys.stderr``); ``launcher`` runs the runs (default one at a time on this machine); ``seeds``: seeds
+    1 to ``seeds`` of each experiment instead of its own number (:func:`.papers.with_seeds`). With ``report``
     the page there is updated (:func:`.report_page.merge`: only its generated blocks change, whatever a person
     wrote around them stays) and returned."""
     log = sys.stderr if log is None else log
     if paper not in PAPERS:
         raise CompareError(f"Unknown paper {paper!r}; use one of {', '.join(PAPERS)}.")
     title, exps = PAPERS[paper]
-    chosen = [e for e in exps if experiments is None or e.name in experiments]
+    chosen = with_seeds([e for e in exps if experiments is None or e.name in experiments], seeds)
     unknown = sorted(set(experiments or ()) - {e.name for e in exps})
     if unknown:
         raise CompareError(f"Unknown experiment(s) {', '.join(unknown)} of {paper}; use "
@@ -368,7 +370,8 @@ def paper_section(exp: Experiment, folder: Path, launcher: Launcher, figures: Li
     return experiment_markdown(exp, summarise(rows, exp), figures, last_quarter_change(files, exp)), rows
 
 
-def dry_run(paper: str, out: Path, chosen: Optional[Sequence[str]], scale: str, log: Any = None) -> int:
+def dry_run(paper: str, out: Path, chosen: Optional[Sequence[str]], scale: str, log: Any = None,
+            seeds: Optional[int] = None) -> int:
     """``--dry-run``: each experiment's runs (at ``scale``) planned and their arguments parsed, their commands
     printed on ``log``; nothing runs or is written. A mistake is the one line of the run it would stop."""
     log = sys.stderr if log is None else log
@@ -380,7 +383,7 @@ def dry_run(paper: str, out: Path, chosen: Optional[Sequence[str]], scale: str, 
         raise CompareError(f"Unknown experiment(s) {', '.join(unknown)} of {paper}"
                            f"{' at the paper' + chr(39) + 's size' if scale == 'paper' else ''}; use "
                            f"{', '.join(e.name for e in exps)}.")
-    for exp in [e for e in exps if chosen is None or e.name in chosen]:
+    for exp in with_seeds([e for e in exps if chosen is None or e.name in chosen], seeds):
         print(f"reproduce: {paper} {exp.name} ({scale} scale), config {exp.config}, budget {exp.budget}:", file=log,
               flush=True)
         run_experiment(exp, out / exp.name, log, dry_run=True)
@@ -391,7 +394,8 @@ def run_paper_scale(args: argparse.Namespace) -> int:
     """``main`` for ``--scale paper`` (:func:`.paper_scale.reproduce_at_paper_scale`)."""
     results, time_limit = paper_scale.check_options(args)
     text = paper_scale.reproduce_at_paper_scale(args.paper, *PAPERS[args.paper], Path(args.out), results,
-                                                args.experiments, time_limit, paper_section, jobs=args.jobs)
+                                                args.experiments, time_limit, paper_section, jobs=args.jobs,
+                                                seeds=args.seeds)
     if args.report:  # beside what the page holds (the CPU report, a person's sections): its own block
         path = Path(args.report)
         existing = path.read_text(encoding="utf-8") if path.is_file() else None
@@ -426,6 +430,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--jobs", type=int, metavar="N",
                     help="runs at once, as compare --jobs: each its own GPU or share of the CPU cores (default 1; "
                          "with --scale paper: every run of an experiment at once on one GPU, at most N with this)")
+    ap.add_argument("--seeds", type=int, metavar="N",
+                    help="run seeds 1 to N of each experiment (default: its own, 3 at the CPU scale, 1 at the paper's "
+                         "size except where its section says); finished seeds are kept, so a report rerun with "
+                         "more seeds adds only the new ones")
     paper_scale.add_options(ap)
     add_slurm_options(ap)
     args = ap.parse_args(argv)
@@ -438,8 +446,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     try:
+        if args.seeds is not None and args.seeds < 1:
+            raise CompareError(f"--seeds {args.seeds}: give 1 or more seeds.")
         if args.dry_run:
-            return dry_run(args.paper, Path(args.out), args.experiments, args.scale)
+            return dry_run(args.paper, Path(args.out), args.experiments, args.scale, seeds=args.seeds)
         if args.scale == "paper" or any(v is not None for v in (args.time_budget, args.total_minutes,
                                                                   args.startup_allowance)):
             if args.launcher == "slurm":
@@ -449,7 +459,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         jobs = 1 if args.jobs is None else args.jobs
         launcher = slurm_launcher(args, Path(args.out)) if args.launcher == "slurm" else LocalLauncher(jobs)
         text = reproduce(args.paper, Path(args.out), Path(args.report) if args.report else None, args.experiments,
-                         args.read_only, launcher=launcher)
+                         args.read_only, launcher=launcher, seeds=args.seeds)
     except CompareError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
