@@ -26,7 +26,8 @@ from .compare import (CompareError, Interrupted, Launch, Launcher, LocalLauncher
                       compare, parse_vary)
 from .compare.launchers import slurm_launcher
 from .compare.slurm_settings import add_slurm_options
-from .papers import COMPILED, GRU_PTB, LM_SMALL, MZU_PTB, NOTES, PAPERS, Experiment, with_seeds  # noqa: F401  (importable here)
+from .papers import COMPILED, GRU_PTB, LM_SMALL, MZU_PTB, NOTES, PAPERS, Experiment  # noqa: F401  (importable here)
+from .papers import with_seeds
 from .report import CURVES_FILE, RESULT_FILE, curve_groups, load_result, plot_validation_curves, row_of
 from .seed_spread import ALPHA, SeedResult, holm, p_text, p_value, separated, welch_p
 
