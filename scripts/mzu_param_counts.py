@@ -25,6 +25,7 @@ from torch import nn
 
 from lit_rnncells.cells import GRUDT, CapMZU, GcnMZU, RecurrentCell, SatMZU
 from lit_rnncells.nn import Recurrent
+from lit_rnncells.nn.parameters import count_parameters as count
 
 EMBED, ZONES = 256, 4
 
@@ -57,10 +58,6 @@ class CharLM(nn.Module):
         self.embedding = nn.Embedding(vocab, EMBED)
         self.rnn = Recurrent(cell, EMBED, hidden)
         self.decoder = nn.Linear(hidden, vocab)
-
-
-def count(module: nn.Module) -> int:
-    return sum(p.numel() for p in module.parameters())
 
 
 def cells(shared: bool, filter_size: int) -> Dict[str, Callable[[int, int], RecurrentCell]]:
