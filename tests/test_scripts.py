@@ -316,23 +316,66 @@ def _gpu_check_stages() -> dict:
     return stages
 
 
+# Parses each command given as JSON argv lists, in this one interpreter (torch and Lightning imported once, not
+# once a stage), and prints one JSON line per command. ``ArgumentParser.parse_args`` is wrapped to stop the command
+# right after its options parse, so nothing runs; an unknown option, a bad choice or a bad number is argparse's
+# exit code 2, with its message.
+_PARSE_EACH = """
+import argparse, contextlib, io, json, runpy, sys
+
+class Parsed(Exception):
+    pass
+
+parse_args = argparse.ArgumentParser.parse_args
+
+def parse_then_stop(self, args=None, namespace=None):
+    parse_args(self, args, namespace)
+    raise Parsed
+
+argparse.ArgumentParser.parse_args = parse_then_stop
+for words in json.loads(sys.argv[1]):
+    module = words[1] if words[0] == "-m" else None
+    sys.argv = [module or words[0], *words[2 if module else 1:]]
+    err, outcome = io.StringIO(), "ran past its options"
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+        try:
+            if module:
+                runpy.run_module(module, run_name="__main__", alter_sys=True)
+            else:
+                runpy.run_path(words[0], run_name="__main__")
+        except Parsed:
+            outcome = "parsed"
+        except SystemExit as stop:
+            outcome = f"exit {stop.code}"
+    print(json.dumps({"outcome": outcome, "err": err.getvalue()[-2000:]}))
+"""
+
+
 def test_every_gpu_check_stage_command_parses_its_options_here():
-    """A lent GPU's minutes are few: each stage's options are checked on this machine, by running its command
-    with ``--help`` last (argparse refuses a bad option or choice before it reaches ``--help``), and each pytest
-    stage's test file exists."""
+    """A lent GPU's minutes are few: each stage's command line is parsed here by its own parser, stopped right
+    after parsing (an unknown option, a bad choice or value fails), and each pytest stage's test file exists. The
+    commands are parsed in one interpreter, so torch is imported once."""
+    import json
     import shlex
 
     stages = _gpu_check_stages()
     named = (ROOT / "scripts" / "gpu_check.sh").read_text().split('STAGES="', 1)[1].split('"', 1)[0].split()
     assert sorted(stages) == sorted(named)
+    commands = {}
     for stage, cmd in stages.items():
         words = shlex.split(cmd.replace("env $graphs ", "").replace("$out", "results").replace("$minutes", "8"))
-        if words[:3] == ["python", "-m", "pytest"]:
+        assert words[0] == "python", (stage, cmd)
+        if words[1:3] == ["-m", "pytest"]:
             assert (ROOT / words[3]).is_file(), stage
             continue
-        result = subprocess.run([sys.executable, *words[1:], "--help"], cwd=ROOT, capture_output=True, text=True,
-                                timeout=300)
-        assert result.returncode == 0 and result.stdout.startswith("usage:"), (stage, result.stderr[-2000:])
+        commands[stage] = words[1:]
+    result = subprocess.run([sys.executable, "-c", _PARSE_EACH, json.dumps(list(commands.values()))],
+                            cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    outcomes = [json.loads(line) for line in result.stdout.splitlines() if line.startswith('{"outcome"')]
+    assert len(outcomes) == len(commands), result.stdout[-3000:]
+    for stage, outcome in zip(commands, outcomes):
+        assert outcome["outcome"] == "parsed", (stage, outcome)
 
 
 @pytest.mark.slow
