@@ -18,7 +18,7 @@ node_idle() { sinfo -h -p "$PARTITION" -o '%t' 2>/dev/null | grep -qx 'idle'; }
 # One node `localhost` with two CPUs (one job per CPU: CR_CPU) and the machine's memory (so --mem requests fit);
 # no cgroups (a container has none to give); requeued jobs keep their ids (JobRequeue) and may start again after
 # 10 s (cred_expire; Slurm's default is 120 s; a local job starts well within it), picked up by a backfill pass
-# every 2 s (bf_interval; default 30 s). With the defaults the Slurm requeue test waited 40 s of its 90 for them.
+# every 2 s (bf_interval; default 30 s). At 30 s and 30 s the Slurm requeue test waited 39 s of its 92 for them.
 render_conf() {
   local memory
   memory=$(slurmd -C 2>/dev/null | sed -n 's/.*RealMemory=\([0-9]*\).*/\1/p')
