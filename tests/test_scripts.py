@@ -394,3 +394,25 @@ def test_measure_startup_without_data_says_where_to_point_it():
                             text=True)
     assert result.returncode == 1 and result.stderr.strip().startswith("error: LIT_RNNCELLS_DATA is not set")
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_test_time_by_module_sums_each_file_and_shares_the_files_between_workers(tmp_path):
+    log = tmp_path / "pytest.log"
+    log.write_text("============ slowest durations ============\n"
+                   "30.00s call     tests/test_a.py::test_one\n"
+                   "2.50s setup    tests/test_a.py::test_one\n"
+                   "10.00s call     tests/test_b.py::test_x[1]\n"
+                   "10.00s call     tests/test_b.py::test_x[2]\n"
+                   "10.00s call     tests/test_b.py::test_x[3]\n"
+                   "0.50s teardown tests/test_c.py::TestK::test_y\n"
+                   "1 passed in 63.00s\n")
+    out = run_script("scripts/test_time_by_module.py", str(log), "--workers", "2")
+    assert "| tests/test_a.py | 32.5 | 1 |" in out and "| tests/test_b.py | 30.0 | 3 |" in out
+    assert "| tests/test_c.py | 0.5 | 1 |" in out
+    assert "3 files, 63 s of tests; 2 workers: at best 32 s each" in out  # 31.5, printed to the second
+    # loadscope's order hands out b (3 tests) first, then a, then c to the less loaded: 30.5 / 32.5
+    assert "loadscope's order (most tests first): 30 / 32 s" in out
+    assert "slowest file first:                   32 / 30 s" in out
+    missing = subprocess.run([sys.executable, "scripts/test_time_by_module.py", str(tmp_path / "none.log")],
+                             cwd=ROOT, capture_output=True, text=True)
+    assert missing.returncode == 2 and missing.stderr.startswith("error: ") and len(missing.stderr.splitlines()) == 1
