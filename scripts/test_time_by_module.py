@@ -6,8 +6,8 @@ xdist's loadscope scheduler handed out whole files in its order (most tests firs
 default) to whichever worker is free first. Compare that with the lower bound, the sum divided by the workers,
 to see whether reordering the files could shorten the wall time, or whether only faster tests can::
 
-    python -m pytest -q -rs -n 2 --dist loadscope -p no:cacheprovider --durations=0 --durations-min=0 > /tmp/pytest.log
-    python scripts/test_time_by_module.py /tmp/pytest.log --workers 2
+    python -m pytest -q -rs -n 2 --dist loadscope -p no:cacheprovider --durations=0 --durations-min=0 > pytest.log
+    python scripts/test_time_by_module.py pytest.log --workers 2
 
 The loads are computed from the measured durations, not measured per worker: start-up and collection (about half
 a minute on 2 cores) come on top of them.
@@ -60,16 +60,16 @@ def main(argv: List[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     total = sum(seconds.values())
-    print("| test file | seconds | tests |\n|---|---:|---:|")
-    for name in sorted(seconds, key=lambda n: -seconds[n])[:args.top]:
-        print(f"| {name} | {seconds[name]:.1f} | {counts[name]} |")
-    by_count = sorted(seconds, key=lambda n: -counts[n])  # sorted() is stable: ties keep the log's order
     by_time = sorted(seconds, key=lambda n: -seconds[n])
-    fmt = lambda loads: " / ".join(f"{x:.0f}" for x in loads)  # noqa: E731
+    by_count = sorted(seconds, key=lambda n: -counts[n])  # sorted() is stable: ties keep the log's order
+    print("| test file | seconds | tests |\n|---|---:|---:|")
+    for name in by_time[:args.top]:
+        print(f"| {name} | {seconds[name]:.1f} | {counts[name]} |")
     print(f"\n{len(seconds)} files, {total:.0f} s of tests; "
           f"{args.workers} workers: at best {total / args.workers:.0f} s each")
-    print(f"loadscope's order (most tests first): {fmt(loads_in_order(by_count, seconds, args.workers))} s")
-    print(f"slowest file first:                   {fmt(loads_in_order(by_time, seconds, args.workers))} s")
+    for label, order in (("loadscope's order (most tests first):", by_count), ("slowest file first:", by_time)):
+        loads = loads_in_order(order, seconds, args.workers)
+        print(f"{label:<38}{' / '.join(f'{x:.0f}' for x in loads)} s")
     return 0
 
 
