@@ -87,6 +87,31 @@ def test_last_ckpt_is_the_newest_validation_also_where_the_monitored_metric_did_
     assert last["global_step"] == 3 * 2  # 64 formulas, batch 32: 2 steps an epoch
 
 
+def test_a_fit_ending_between_validations_keeps_its_last_step_and_a_longer_fit_goes_on_from_it(tmp_path, monkeypatch):
+    """Validation every 2 steps of a 3-step epoch: the epoch ends after its last validation. last.ckpt holds the
+    run's final step, so the same run taken on to a fourth epoch trains only that epoch, to the weights a 4-epoch
+    fit ends with (before, last.ckpt stayed at step 8 of 9 and the third epoch's last batch was trained again)."""
+    import torch
+
+    from lit_rnncells.data.checkpoint_state import read_checkpoint
+
+    monkeypatch.chdir(tmp_path)
+    own = {"class_path": "lightning.pytorch.callbacks.ModelCheckpoint",  # as the shipped configs have
+           "init_args": {"monitor": "val/acc", "mode": "max", "save_last": True}}
+    between = [*TINY, "--data.init_args.train_size", "96", "--trainer.val_check_interval", "2",
+               "--trainer.logger", "false", "--trainer.callbacks+=" + json.dumps(own)]  # 3 steps an epoch (batch 32)
+    assert run(["fit", *between, "--trainer.max_epochs", "3", "--run_dir", "runs/on"]) == 0
+    last = tmp_path / "runs" / "on" / "checkpoints" / "last.ckpt"
+    assert read_checkpoint(str(last))["global_step"] == 3 * 3
+    assert run(["fit", *between, "--trainer.max_epochs", "4", "--run_dir", "runs/on", "--ckpt_path", str(last)]) == 0
+    assert run(["fit", *between, "--trainer.max_epochs", "4", "--run_dir", "runs/once"]) == 0
+    went_on, once = (read_checkpoint(str(tmp_path / "runs" / name / "checkpoints" / "last.ckpt"))
+                     for name in ("on", "once"))
+    assert went_on["global_step"] == once["global_step"] == 4 * 3
+    for name, weights in once["state_dict"].items():
+        torch.testing.assert_close(went_on["state_dict"][name], weights, msg=name)
+
+
 def test_a_folder_holding_another_run_is_refused(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     assert run(["fit", *TINY, *CSV, "--run_dir", "runs/one"]) == 0

@@ -299,13 +299,16 @@ class InterruptCheckpoint(Callback):
 
 
 class LastCheckpointKeptCurrent(Checkpoint):
-    """Keeps the run's ``last.ckpt`` at its newest validation (or epoch end, where the run's checkpoint ``own``
-    saves then), so a run resumed from it, after a kill or to a longer budget, goes on from where it stopped.
+    """Keeps the run's ``last.ckpt`` at its newest validation and at each epoch's end, so a run resumed from it,
+    after a kill or to a longer budget, goes on from where it stopped.
 
     Lightning (2.6) writes ``last.ckpt`` only when its checkpoint saved a top-k one at that moment: with
     ``save_top_k=1`` on a validation metric (most shipped configs), only when the metric improved, so a resume
-    went back to the best validation and trained the rest again. A ``Checkpoint`` itself, so Lightning runs it
-    after every other callback and checkpoint: the file holds their states after this validation."""
+    went back to the best validation and trained the rest again. Where validation runs every N steps and N does
+    not divide the epoch, an epoch (and so a run of ``max_epochs``) ends after its last validation: without the
+    save at the epoch's end, a finished run taken on to more epochs trained that epoch's tail again. A
+    ``Checkpoint`` itself, so Lightning runs it after every other callback and checkpoint: the file holds their
+    states after this validation."""
 
     def __init__(self, own: ModelCheckpoint) -> None:
         super().__init__()
@@ -313,14 +316,14 @@ class LastCheckpointKeptCurrent(Checkpoint):
 
     def _save_last_where_skipped(self, trainer: Trainer, at_epoch_end: bool) -> None:
         own = self.own
-        if not own.save_last or own._should_save_on_train_epoch_end(trainer) != at_epoch_end:
-            return
+        if not own.save_last or (not at_epoch_end and own._should_save_on_train_epoch_end(trainer)):
+            return  # at a validation, where ``own`` saves at the epoch's end instead
         if at_epoch_end and not trainer.fit_loop.epoch_loop.batch_progress.is_last_batch:
             return  # a max_steps stop before the epoch's end: Lightning's own save at the end of training resumes it
         candidates = own._monitor_candidates(trainer)
         if own._should_skip_saving_checkpoint(trainer) or getattr(own, "_defer_save_until_validation", False) \
                 or (own.monitor and own.monitor not in candidates):
-            return  # it saved at this step, or waits for a validation still to come
+            return  # it saved at this step (at the epoch's end: a validation on the last batch), or waits for one
         own._save_last_checkpoint(trainer, candidates)
 
     def on_validation_end(self, trainer: Trainer, pl_module: LightningModule) -> None:
