@@ -67,6 +67,13 @@ def test_resume_writes_into_the_same_folder_without_overwriting(tmp_path, monkey
     assert "config-resume-1.yaml" in capsys.readouterr().out
 
 
+def own_checkpoint(mode: str) -> str:
+    """The argument adding a config's own checkpoint on val/acc that keeps ``last.ckpt``, as the shipped configs have."""
+    own = {"class_path": "lightning.pytorch.callbacks.ModelCheckpoint",
+           "init_args": {"monitor": "val/acc", "mode": mode, "save_last": True}}
+    return "--trainer.callbacks+=" + json.dumps(own)
+
+
 @pytest.mark.parametrize("val_check_interval", ["1.0", "0.5"], ids=["saved-at-epoch-end", "saved-at-validation"])
 def test_last_ckpt_is_the_newest_validation_also_where_the_monitored_metric_did_not_improve(val_check_interval,
                                                                                           tmp_path, monkeypatch):
@@ -75,11 +82,10 @@ def test_last_ckpt_is_the_newest_validation_also_where_the_monitored_metric_did_
     validation an epoch the checkpoint saves at the epoch's end, with more after each validation."""
     from lit_rnncells.data.checkpoint_state import read_checkpoint
 
-    own = {"class_path": "lightning.pytorch.callbacks.ModelCheckpoint",  # the accuracy rises: its minimum is early
-           "init_args": {"monitor": "val/acc", "mode": "min", "save_last": True}}
     monkeypatch.chdir(tmp_path)
     assert run(["fit", *TINY, "--trainer.max_epochs", "3", "--trainer.logger", "false", "--run_dir", "runs/one",
-                "--trainer.val_check_interval", val_check_interval, "--trainer.callbacks+=" + json.dumps(own)]) == 0
+                "--trainer.val_check_interval", val_check_interval,
+                own_checkpoint("min")]) == 0  # the accuracy rises: its minimum is early
     checkpoints = tmp_path / "runs" / "one" / "checkpoints"
     (best,) = checkpoints.glob("epoch=*.ckpt")
     last = read_checkpoint(str(checkpoints / "last.ckpt"))
@@ -96,10 +102,8 @@ def test_a_fit_ending_between_validations_keeps_its_last_step_and_a_longer_fit_g
     from lit_rnncells.data.checkpoint_state import read_checkpoint
 
     monkeypatch.chdir(tmp_path)
-    own = {"class_path": "lightning.pytorch.callbacks.ModelCheckpoint",  # as the shipped configs have
-           "init_args": {"monitor": "val/acc", "mode": "max", "save_last": True}}
     between = [*TINY, "--data.init_args.train_size", "96", "--trainer.val_check_interval", "2",
-               "--trainer.logger", "false", "--trainer.callbacks+=" + json.dumps(own)]  # 3 steps an epoch (batch 32)
+               "--trainer.logger", "false", own_checkpoint("max")]  # 3 steps an epoch (batch 32)
     assert run(["fit", *between, "--trainer.max_epochs", "3", "--run_dir", "runs/on"]) == 0
     last = tmp_path / "runs" / "on" / "checkpoints" / "last.ckpt"
     assert read_checkpoint(str(last))["global_step"] == 3 * 3
