@@ -68,8 +68,16 @@ def test_each_slot_gets_its_gpu_round_robin_or_its_share_of_the_cores(monkeypatc
     assert runner.LocalLauncher(2, devices=[]).slot_env(1, None) == {"OMP_NUM_THREADS": "4"}
     assert runner.LocalLauncher(2, devices=[]).slot_env(1, {"OMP_NUM_THREADS": "1"}) == {}  # the caller's wins
     assert runner.LocalLauncher(1, devices=["0", "1"]).slot_env(0, None) == {}  # one at a time: as before
+    monkeypatch.setattr(runner, "cpu_cores", lambda: 2)
+    assert runner.LocalLauncher(3, devices=[]).slot_env(2, None) == {"OMP_NUM_THREADS": "1"}  # more runs than cores
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,5")
     assert runner.visible_gpus() == ["2", "5"]
+
+
+def test_a_runs_start_line_names_its_gpu_and_its_threads_in_words():
+    assert runner.where_it_runs({"OMP_NUM_THREADS": "1"}) == " (1 thread)"
+    assert runner.where_it_runs({"CUDA_VISIBLE_DEVICES": "0", "OMP_NUM_THREADS": "4"}) == " on GPU 0 (4 threads)"
+    assert runner.where_it_runs({}) == ""
 
 
 def test_a_launcher_returns_results_in_any_order_and_run_specs_keeps_the_plans(tmp_path):

@@ -198,6 +198,13 @@ def cpu_cores() -> int:
         return os.cpu_count() or 1
 
 
+def where_it_runs(given: Dict[str, str]) -> str:
+    """The words after a run's name in its start line, from what its slot was given: its GPU and its threads."""
+    gpu = f" on GPU {given['CUDA_VISIBLE_DEVICES']}" if "CUDA_VISIBLE_DEVICES" in given else ""
+    threads = given.get("OMP_NUM_THREADS")
+    return gpu + (f" ({threads} thread{'' if threads == '1' else 's'})" if threads else "")
+
+
 class LocalLauncher(Launcher):
     """Each job in a fresh process on this machine, ``jobs`` at once (default one after another).
 
@@ -261,9 +268,7 @@ class LocalLauncher(Launcher):
               procs: List[subprocess.Popen]) -> subprocess.Popen:
         """Start ``job``'s child in ``slot``, its output to its ``log.txt``; say so on ``log``."""
         given = self.slot_env(slot, env)
-        where = "".join([f" on GPU {given['CUDA_VISIBLE_DEVICES']}" if "CUDA_VISIBLE_DEVICES" in given else "",
-                         f" ({given['OMP_NUM_THREADS']} threads)" if "OMP_NUM_THREADS" in given else ""])
-        job.started(log, where)
+        job.started(log, where_it_runs(given))
         output = open_log(job)
         proc = subprocess.Popen(job.command(self.time_limit), stdout=output, stderr=subprocess.STDOUT,
                                 env=child_env({**given, **(env or {})}))
