@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence
 
+from ...utils.progress import plural
 from ..report import RESULT_FILE, load_result
 from .folders import check_resumable, finished, prepare_folder, saved_budget
 from .planning import CompareError, RunSpec
@@ -202,7 +203,7 @@ def where_it_runs(given: Dict[str, str]) -> str:
     """The words after a run's name in its start line, from what its slot was given: its GPU and its threads."""
     gpu = f" on GPU {given['CUDA_VISIBLE_DEVICES']}" if "CUDA_VISIBLE_DEVICES" in given else ""
     threads = given.get("OMP_NUM_THREADS")
-    return gpu + (f" ({threads} thread{'' if threads == '1' else 's'})" if threads else "")
+    return gpu + (f" ({plural(threads, 'thread')})" if threads else "")
 
 
 class LocalLauncher(Launcher):
