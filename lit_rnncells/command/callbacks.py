@@ -1,5 +1,5 @@
 """Callbacks the command line adds: predictions in input order, a divergence guard, a checkpoint on interrupt, and
-the comparison runner's checkpoints."""
+the comparison runner's checkpoints; and one a user adds to find where a loss spike starts (:class:`GradientNormLog`)."""
 from __future__ import annotations
 
 import math
@@ -226,6 +226,38 @@ class FiniteGuard(Callback):
         if self.exploded_steps > 0 and trainer.state.fn == "fit":
             raise self._exploded(trainer, self.last_finite[1], "when a checkpoint was due",
                                  "without saving the diverged model")
+
+
+def gradient_norms(module: torch.nn.Module) -> Tuple[float, List[Tuple[str, float]]]:
+    """The 2-norm of all of ``module``'s gradients together, and each parameter's (by name, largest first)."""
+    norms = [(name, float(torch.linalg.vector_norm(p.grad.detach().float())))
+             for name, p in module.named_parameters() if p.grad is not None]
+    return math.sqrt(sum(norm * norm for _, norm in norms)), sorted(norms, key=lambda item: -item[1])
+
+
+class GradientNormLog(Callback):
+    """Prints the gradients' norm before clipping every ``every_n_steps`` optimiser steps (from step ``from_step``),
+    with the ``top`` parameters that hold most of it, on rank 0:
+    ``gradient norm, step 6330: 192.1; largest: rnn.cells.0.blocks.weight_hh 81.82, ...``.
+
+    Add it to a fit with ``--trainer.callbacks+=lit_rnncells.command.callbacks.GradientNormLog`` (and e.g.
+    ``--trainer.callbacks.every_n_steps 10``). It reads the gradients after any mixed-precision unscaling, before
+    Lightning clips them, so a norm far above ``gradient_clip_val`` is one that clipping cut."""
+
+    def __init__(self, every_n_steps: int = 1, top: int = 3, from_step: int = 0) -> None:
+        if every_n_steps < 1 or top < 0 or from_step < 0:
+            raise ValueError(f"GradientNormLog(every_n_steps={every_n_steps}, top={top}, from_step={from_step}): "
+                             "use every_n_steps of at least 1 and top and from_step of at least 0.")
+        self.every_n_steps, self.top, self.from_step = every_n_steps, top, from_step
+
+    def on_before_optimizer_step(self, trainer: Trainer, pl_module: LightningModule, optimizer: Any) -> None:
+        step = trainer.global_step
+        if step < self.from_step or (step - self.from_step) % self.every_n_steps or not trainer.is_global_zero:
+            return
+        total, norms = gradient_norms(pl_module)
+        largest = ", ".join(f"{name} {norm:.4g}" for name, norm in norms[:self.top])
+        print(f"gradient norm, step {step}: {total:.4g}" + (f"; largest: {largest}" if largest else ""),
+              file=sys.stderr, flush=True)
 
 
 INTERRUPTED_EXIT_CODE: Optional[int] = None
