@@ -238,7 +238,7 @@ def gradient_norms(module: torch.nn.Module) -> Tuple[float, List[Tuple[str, floa
 class GradientNormLog(Callback):
     """Prints the gradients' norm before clipping every ``every_n_steps`` optimiser steps (from step ``from_step``),
     with the ``top`` parameters that hold most of it, on rank 0:
-    ``gradient norm, step 6330: 192.1; largest: rnn.cells.0.blocks.weight_hh 81.82, ...``.
+    ``gradient norm, step 6330: 192.1; largest: rnns.0.module.cells.0.blocks.0.weight_hh 81.82, ...``.
 
     Add it to a fit with ``--trainer.callbacks+=lit_rnncells.command.callbacks.GradientNormLog`` (and e.g.
     ``--trainer.callbacks.every_n_steps 10``). It reads the gradients after any mixed-precision unscaling, before
