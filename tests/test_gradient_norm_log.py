@@ -39,7 +39,8 @@ def test_a_fit_prints_the_norm_before_clipping_at_the_steps_asked_for(tmp_path, 
                 "--trainer.callbacks+=lit_rnncells.command.callbacks.GradientNormLog",
                 "--trainer.callbacks.every_n_steps", "2", "--trainer.callbacks.from_step", "1",
                 "--trainer.callbacks.top", "2"]) == 0
-    lines = re.findall(r"gradient norm, step (\d+): (\S+); largest: (\S+) (\S+), (\S+) (\S+)\n", capsys.readouterr().err)
+    printed = capsys.readouterr().err
+    lines = re.findall(r"gradient norm, step (\d+): (\S+); largest: (\S+) (\S+), (\S+) (\S+)\n", printed)
     steps = [int(line[0]) for line in lines]
     assert steps and steps == list(range(1, steps[-1] + 1, 2))  # from step 1, every second step
     names = set(torch.load(next((tmp_path / "run" / "checkpoints").glob("*.ckpt")), weights_only=False)["state_dict"])

@@ -1,5 +1,6 @@
 """Callbacks the command line adds: predictions in input order, a divergence guard, a checkpoint on interrupt, and
-the comparison runner's checkpoints; and one a user adds to find where a loss spike starts (:class:`GradientNormLog`)."""
+the comparison runner's checkpoints; and one a user adds to find where a loss spike starts
+(:class:`GradientNormLog`)."""
 from __future__ import annotations
 
 import math
