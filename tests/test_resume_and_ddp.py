@@ -134,3 +134,32 @@ def test_a_max_steps_stop_then_resume_gives_the_uninterrupted_losses(task, data_
     assert sorted(resumed) == sorted(uninterrupted) == list(range(1, 11))
     for step in uninterrupted:
         assert resumed[step] == pytest.approx(uninterrupted[step], rel=1e-6), (step, uninterrupted, resumed)
+
+
+@pytest.mark.parametrize("task", ["lm", "logic"])
+def test_an_epoch_end_checkpoint_resumes_at_the_next_epoch_with_the_uninterrupted_losses(task, data_dir, cache,
+                                                                                          tmp_path):
+    """A checkpoint saved at a training epoch's end with no validation there (``compare --test-every-epoch
+    --keep-epoch-checkpoints`` keeps these in ``<run>/epochs/``; validation every 4 of 6 batches) holds an epoch
+    Lightning has processed but not completed. Resumed with more epochs, it trains the next epoch, whose losses
+    are those of the run that was never stopped, rather than ending at once."""
+    per_epoch = {"class_path": "lightning.pytorch.callbacks.ModelCheckpoint",
+                 "init_args": {"dirpath": str(tmp_path / "epochs"), "filename": "epoch={epoch}-step={step}",
+                               "save_top_k": -1, "every_n_epochs": 1, "save_on_train_epoch_end": True,
+                               "auto_insert_metric_name": False}}
+
+    def args(root: Path, epochs: int) -> List[str]:
+        return ["fit", *STEP_LIMIT_TASKS[task](data_dir, cache, root, 8, 0.3), "--trainer.max_epochs", str(epochs),
+                "--trainer.limit_train_batches", "6", "--trainer.val_check_interval", "4"]
+
+    full = tmp_path / "full.jsonl"
+    assert run(args(tmp_path / "a", 2) + with_callbacks(recorder(full), per_epoch)) == 0
+    first_epoch_end = tmp_path / "epochs" / "epoch=0-step=6.ckpt"
+    assert first_epoch_end.is_file(), sorted((tmp_path / "epochs").iterdir())
+    cut = tmp_path / "cut.jsonl"
+    assert run(args(tmp_path / "b", 2) + with_callbacks(recorder(cut)) + ["--ckpt_path", str(first_epoch_end)]) == 0
+    uninterrupted, resumed = losses(full), losses(cut)
+    assert sorted(uninterrupted) == list(range(1, 13))
+    assert sorted(resumed) == list(range(7, 13))
+    for step in resumed:
+        assert resumed[step] == pytest.approx(uninterrupted[step], rel=1e-6), (step, uninterrupted, resumed)
