@@ -230,10 +230,15 @@ class FiniteGuard(Callback):
 
 
 def gradient_norms(module: torch.nn.Module) -> Tuple[float, List[Tuple[str, float]]]:
-    """The 2-norm of all of ``module``'s gradients together, and each parameter's (by name, largest first)."""
-    norms = [(name, float(torch.linalg.vector_norm(p.grad.detach().float())))
-             for name, p in module.named_parameters() if p.grad is not None]
-    return math.sqrt(sum(norm * norm for _, norm in norms)), sorted(norms, key=lambda item: -item[1])
+    """The 2-norm of all of ``module``'s gradients together, and each parameter's (by name, largest first), as
+    Lightning's ``grad_norm`` computes them."""
+    from lightning.pytorch.utilities import grad_norm
+
+    separator = "\0"  # not in a parameter's name: grad_norm's keys are "grad_2.0_norm" + separator + name
+    norms = grad_norm(module, 2, group_separator=separator)
+    total = float(norms.pop("grad_2.0_norm_total", 0.0))
+    named = [(key.split(separator, 1)[1], float(norm)) for key, norm in norms.items()]
+    return total, sorted(named, key=lambda item: -item[1])
 
 
 class GradientNormLog(Callback):
