@@ -6,7 +6,12 @@ Reads every ``<runs>/<run>/curves.json`` of a ``python -m lit_rnncells.compare .
 (``test``: the test metrics of each epoch's checkpoint; without that flag, ``--metric val/acc`` draws the
 validation metric at each epoch's last validation instead) and draws one line per cell: the mean over seeds,
 with the min–max band over seeds. Cells are taken from each run's ``result.json`` (or ``spec.json`` for a
-run still in progress).
+run still in progress), with the run's grid point (``--vary``) when it has one. Several ``--runs`` folders are
+read together.
+
+It also prints the numbers as a table: each cell's mean ± sample std over seeds at each epoch and, with
+``--against CELL``, each other cell's difference to that one with Welch's p over the seeds
+(:mod:`lit_rnncells.experiments.seed_spread`).
 """
 from __future__ import annotations
 
@@ -14,28 +19,35 @@ import argparse
 import json
 import statistics
 from pathlib import Path
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 from .common import figure, save_figure
 from ..experiments.compare import cell_label
+from ..experiments.seed_spread import SeedResult, p_value, welch_p
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--runs", required=True, help="the --out folder of a `python -m lit_rnncells.compare` sweep")
+    parser.add_argument("--runs", required=True, nargs="+", metavar="FOLDER",
+                        help="the --out folder of a `python -m lit_rnncells.compare` sweep (several: their runs "
+                             "together)")
     parser.add_argument("--metric", default="test/acc",
                         help="test/* (needs the sweep's --test-every-epoch) or val/* (default test/acc)")
     parser.add_argument("--output", default="accuracy_per_epoch.png", help="PNG to write")
+    parser.add_argument("--against", metavar="CELL",
+                        help="also print each other cell's difference to this one at each epoch, with Welch's p "
+                             "over seeds (a label the table prints, or its unique start)")
 
 
 def run_cell(folder: Path) -> str:
-    """The cell label of a run folder (``result.json``, else ``spec.json``)."""
+    """The label of a run folder: its cell (``result.json``, else ``spec.json``) and its grid point, if any
+    (``CapMZU-layer_norm=True gradient_clip_val=1.0``, as the runner's curves label it)."""
     for name in ("result.json", "spec.json"):
         path = folder / name
         if path.is_file():
-            cell = json.loads(path.read_text())["cell"]
-            if isinstance(cell, dict):
-                return cell_label(cell)
-            return str(cell)
+            run = json.loads(path.read_text())
+            cell = cell_label(run["cell"]) if isinstance(run["cell"], dict) else str(run["cell"])
+            grid = run.get("grid") or {}
+            return " ".join([cell] + [f"{key.rsplit('.', 1)[-1]}={value}" for key, value in grid.items()])
     return folder.name
 
 
@@ -57,9 +69,10 @@ def per_epoch(curves: Dict[str, List[Dict[str, float]]], metric: str) -> Dict[in
     return values
 
 
-def collect(runs: Path, metric: str) -> Dict[str, Dict[int, List[float]]]:
-    """``{cell: {epoch: [value of each seed]}}`` over the sweep's run folders."""
-    table: Dict[str, Dict[int, List[float]]] = {}
+def collect(runs: Path, metric: str, table: Optional[Dict[str, Dict[int, List[float]]]] = None
+            ) -> Dict[str, Dict[int, List[float]]]:
+    """``{cell: {epoch: [value of each seed]}}`` over the sweep's run folders (added to ``table`` when given)."""
+    table = {} if table is None else table
     for path in sorted(runs.glob("*/curves.json")):
         values = per_epoch(json.loads(path.read_text()), metric)
         if values:
@@ -67,6 +80,42 @@ def collect(runs: Path, metric: str) -> Dict[str, Dict[int, List[float]]]:
             for epoch, value in values.items():
                 cell.setdefault(epoch, []).append(value)
     return table
+
+
+def reference_cell(table: Dict[str, Dict[int, List[float]]], against: str) -> str:
+    """The cell ``--against`` names: its label, or the one label that starts with it."""
+    if against in table:
+        return against
+    starting = [cell for cell in table if cell.startswith(against)]
+    if len(starting) == 1:
+        return starting[0]
+    known = "; ".join(sorted(table))
+    why = "starts more than one cell's label" if starting else "is no cell of these runs"
+    raise ValueError(f"--against {against!r} {why}; pass one of: {known}.")
+
+
+def per_epoch_table(table: Dict[str, Dict[int, List[float]]], metric: str, against: Optional[str] = None) -> str:
+    """A Markdown table: per epoch (from 1), each cell's mean ± sample std over seeds (n) of ``metric`` and, with
+    ``against``, each other cell's difference to it with Welch's p (``–`` below two seeds either side)."""
+    cells = sorted(table)
+    others = [c for c in cells if c != against] if against else []
+    header = ["epoch", *[f"{c} {metric}" for c in cells], *[f"{c} − {against} (p)" for c in others]]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for epoch in sorted({e for by_epoch in table.values() for e in by_epoch}):
+        seeds = {c: SeedResult.of(table[c][epoch]) for c in cells if table[c].get(epoch)}
+        row = [str(epoch + 1)]
+        for c in cells:
+            r = seeds.get(c)
+            row.append("–" if r is None else f"{r.mean:.3f}" + (f" ± {r.std:.3f}" if r.std is not None else "")
+                       + f" (n {r.n})")
+        for c in others:
+            if c not in seeds or against not in seeds:
+                row.append("–")
+                continue
+            p = welch_p(seeds[c], seeds[against])
+            row.append(f"{seeds[c].mean - seeds[against].mean:+.3f} ({'–' if p is None else p_value(p)})")
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines)
 
 
 @figure("accuracy-per-epoch", "CARU Fig. 2: a metric (test accuracy) per epoch for each cell of a comparison sweep.",
@@ -78,14 +127,17 @@ def accuracy_per_epoch(args: argparse.Namespace) -> Dict[str, Dict[int, float]]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    runs = Path(args.runs)
-    if not runs.is_dir():
-        raise FileNotFoundError(f"{runs} is not a folder; pass the --out folder of a comparison sweep.")
-    table = collect(runs, args.metric)
+    folders = [Path(runs) for runs in ([args.runs] if isinstance(args.runs, str) else args.runs)]
+    table: Dict[str, Dict[int, List[float]]] = {}
+    for runs in folders:
+        if not runs.is_dir():
+            raise FileNotFoundError(f"{runs} is not a folder; pass the --out folder of a comparison sweep.")
+        collect(runs, args.metric, table)
     if not table:
         hint = " (run the sweep with --test-every-epoch)" if args.metric.startswith("test/") else ""
-        raise ValueError(f"No run in {runs} recorded {args.metric!r} per epoch{hint}; pass another --metric or "
-                         "--runs folder.")
+        raise ValueError(f"No run in {', '.join(map(str, folders))} recorded {args.metric!r} per epoch{hint}; "
+                         "pass another --metric or --runs folder.")
+    against = reference_cell(table, args.against) if getattr(args, "against", None) else None
     fig, ax = plt.subplots(figsize=(7, 4.5))
     means: Dict[str, Dict[int, float]] = {}
     for cell, by_epoch in sorted(table.items()):
@@ -102,8 +154,9 @@ def accuracy_per_epoch(args: argparse.Namespace) -> Dict[str, Dict[int, float]]:
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("epoch")
     ax.set_ylabel(f"{args.metric} (mean over seeds, min–max band)")
-    ax.set_title(f"CARU Fig. 2: {args.metric} per epoch, {sweep_name(runs)}", fontsize=10)
+    ax.set_title(f"CARU Fig. 2: {args.metric} per epoch, {', '.join(sweep_name(f) for f in folders)}", fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     save_figure(fig, args.output, wandb_key="analysis/accuracy_per_epoch")
+    print(per_epoch_table(table, args.metric, against), flush=True)
     return means
