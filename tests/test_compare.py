@@ -356,6 +356,26 @@ def test_a_longer_budget_goes_on_from_each_finished_run_and_other_settings_are_r
         sweep(out, "epochs=4")
 
 
+def test_an_epoch_a_steps_budget_cuts_short_gets_no_per_epoch_test_until_it_ends(tmp_path):
+    """2 steps an epoch: a budget of 3 steps ends in the second epoch, which Lightning still ends (and calls its
+    epoch-end hooks); only the first epoch's end is tested. Going on to 4 steps tests the second epoch at its real
+    end, step 4, not at the cut (step 3)."""
+    def sweep(budget: str) -> Path:
+        cmp.compare(CONFIG, ["GRU"], seeds=[1], budget=budget, out=tmp_path, matching=cmp.Matching(hidden_size=4),
+                    runs=cmp.RunOptions(extra=TINY, test_every_epoch=True, keep_epoch_checkpoints=True, env=ENV),
+                    log=io.StringIO())
+        return next(p for p in tmp_path.iterdir() if (p / "result.json").is_file())
+
+    run = sweep("steps=3")
+    assert json.loads((run / "result.json").read_text())["steps"] == 3
+    assert sorted(p.name for p in (run / "epochs").iterdir()) == ["epoch=0-step=2.ckpt"]
+    assert [(p["epoch"], p["step"]) for p in json.loads((run / "curves.json").read_text())["test"]] == [(0, 2)]
+    sweep("steps=4")
+    assert sorted(p.name for p in (run / "epochs").iterdir()) == ["epoch=0-step=2.ckpt", "epoch=1-step=4.ckpt"]
+    assert [(p["epoch"], p["step"]) for p in json.loads((run / "curves.json").read_text())["test"]] == [(0, 2),
+                                                                                                       (1, 4)]
+
+
 def test_a_setting_a_spec_json_lacks_counts_as_its_default(tmp_path):
     """A run folder written before a setting existed (its spec.json lacks it) is not a run with other settings."""
     from dataclasses import asdict

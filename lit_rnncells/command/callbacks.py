@@ -380,11 +380,20 @@ class RunnerCheckpoint(ModelCheckpoint):
     metric (``val/loss``, ``min`` in most shipped configs), and the per-epoch one with Lightning's default
     checkpoint: a checkpoint kept one state for the two, and on resume the config's checkpoint lost its
     ``last_model_path``, so Lightning wrote ``last-v1.ckpt`` beside a ``last.ckpt`` left at the resumed step.
+
+    The per-epoch one saves only at an epoch's real end: Lightning also ends an epoch that ``max_steps`` or a time
+    limit cut short, and a checkpoint there, tested as that epoch's, put a point of a part-trained epoch on the
+    per-epoch curve (and beside the epoch's real end once the run went on).
     """
 
     def __init__(self, role: str, **options: Any) -> None:
         super().__init__(**options)
         self.role = role
+
+    def on_train_epoch_end(self, trainer: Trainer, pl_module: LightningModule) -> None:
+        if self.role == "per-epoch" and not trainer.fit_loop.epoch_loop.batch_progress.is_last_batch:
+            return  # the epoch was cut short: it has no end to test
+        super().on_train_epoch_end(trainer, pl_module)
 
     @property
     def state_key(self) -> str:

@@ -10,7 +10,7 @@ import os
 import re
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from ..report import CURVES_FILE, RESULT_FILE
 from .planning import Budget, RunSpec, cell_label, max_time
@@ -134,10 +134,13 @@ def check_kept_a_checkpoint(spec: RunSpec, best: Any, trainer: Any) -> None:
 def record_epoch_tests(folder: Path, trainer: Any, model: Any, datamodule: Any, curves: Any, keep: bool = False) -> None:
     """Test each epoch's checkpoint in order into the curves, deleting each after (the numbers are kept) unless
     ``keep``."""
-    for path in sorted((folder / "epochs").glob("*.ckpt"), key=lambda p: int(re.search(r"epoch=(\d+)", p.name)[1])):
-        found = re.search(r"epoch=(\d+)-step=(\d+)", path.name)
+    def position(path: Path) -> Tuple[int, int]:
+        return tuple(map(int, re.search(r"epoch=(\d+)-step=(\d+)", path.name).groups()))  # type: ignore[return-value]
+
+    for path in sorted((folder / "epochs").glob("*.ckpt"), key=position):  # of two of one epoch, the later counts
+        epoch, step = position(path)
         metrics = trainer.test(model, datamodule=datamodule, ckpt_path=str(path), verbose=False)[0]
-        curves.add_test(int(found[1]), int(found[2]), metrics)
+        curves.add_test(epoch, step, metrics)
         if not keep:
             path.unlink()  # the numbers are kept; the weights would fill the disk
 
