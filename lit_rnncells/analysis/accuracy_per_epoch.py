@@ -38,7 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "over seeds (a label the table prints, or its unique start)")
 
 
-def run_cell(folder: Path) -> str:
+def run_label(folder: Path) -> str:
     """The label of a run folder: its cell (``result.json``, else ``spec.json``) and its grid point, if any
     (``CapMZU-layer_norm=True gradient_clip_val=1.0``, as the runner's curves label it)."""
     for name in ("result.json", "spec.json"):
@@ -76,7 +76,7 @@ def collect(runs: Path, metric: str, table: Optional[Dict[str, Dict[int, List[fl
     for path in sorted(runs.glob("*/curves.json")):
         values = per_epoch(json.loads(path.read_text()), metric)
         if values:
-            cell = table.setdefault(run_cell(path.parent), {})
+            cell = table.setdefault(run_label(path.parent), {})
             for epoch, value in values.items():
                 cell.setdefault(epoch, []).append(value)
     return table
