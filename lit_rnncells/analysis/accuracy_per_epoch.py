@@ -23,6 +23,7 @@ from typing import Dict, List, Optional
 
 from .common import figure, save_figure
 from ..experiments.compare import cell_label
+from ..experiments.report import grid_label
 from ..experiments.seed_spread import SeedResult, p_value, welch_p
 
 
@@ -46,8 +47,7 @@ def run_label(folder: Path) -> str:
         if path.is_file():
             run = json.loads(path.read_text())
             cell = cell_label(run["cell"]) if isinstance(run["cell"], dict) else str(run["cell"])
-            grid = run.get("grid") or {}
-            return " ".join([cell] + [f"{key.rsplit('.', 1)[-1]}={value}" for key, value in grid.items()])
+            return grid_label(cell, run.get("grid") or {})
     return folder.name
 
 

@@ -266,6 +266,12 @@ class GradientNormLog(Callback):
               file=sys.stderr, flush=True)
 
 
+def epoch_cut_short(trainer: Trainer) -> bool:
+    """Whether the epoch whose end Lightning is at now was cut short (``max_steps`` or a time limit stopped it
+    before its last batch): Lightning still ends it, calls its epoch-end hooks and counts it as done."""
+    return not trainer.fit_loop.epoch_loop.batch_progress.is_last_batch
+
+
 INTERRUPTED_EXIT_CODE: Optional[int] = None
 """Set when a fit was stopped by SIGTERM (143) or SIGINT (130); the command line exits with it."""
 
@@ -356,7 +362,7 @@ class LastCheckpointKeptCurrent(Checkpoint):
         own = self.own
         if not own.save_last or (not at_epoch_end and own._should_save_on_train_epoch_end(trainer)):
             return  # at a validation, where ``own`` saves at the epoch's end instead
-        if at_epoch_end and not trainer.fit_loop.epoch_loop.batch_progress.is_last_batch:
+        if at_epoch_end and epoch_cut_short(trainer):
             return  # a max_steps stop before the epoch's end: Lightning's own save at the end of training resumes it
         candidates = own._monitor_candidates(trainer)
         if own._should_skip_saving_checkpoint(trainer) or getattr(own, "_defer_save_until_validation", False) \
@@ -391,7 +397,7 @@ class RunnerCheckpoint(ModelCheckpoint):
         self.role = role
 
     def on_train_epoch_end(self, trainer: Trainer, pl_module: LightningModule) -> None:
-        if self.role == "per-epoch" and not trainer.fit_loop.epoch_loop.batch_progress.is_last_batch:
+        if self.role == "per-epoch" and epoch_cut_short(trainer):
             return  # the epoch was cut short: it has no end to test
         super().on_train_epoch_end(trainer, pl_module)
 

@@ -125,11 +125,17 @@ def load_result(folder: Path) -> Dict[str, Any]:
     return result
 
 
+def grid_label(cell: str, grid: Dict[str, Any], keys: Optional[Sequence[str]] = None) -> str:
+    """A run's label: its cell and its grid point's ``keys`` (default all), each by its last name part
+    (``CapMZU gradient_clip_val=1.0``)."""
+    return " ".join([cell] + [f"{k.rsplit('.', 1)[-1]}={grid[k]}" for k in (grid if keys is None else keys)])
+
+
 def curve_groups(results: List[Dict[str, Any]], grid_keys: Sequence[str]) -> Dict[str, List[Path]]:
     """Curve files of the seeds of each cell and grid point, by legend label."""
     groups: Dict[str, List[Path]] = {}
     for r in results:
-        label = " ".join([r["cell"]] + [f"{k.rsplit('.', 1)[-1]}={r['grid'][k]}" for k in grid_keys])
+        label = grid_label(r["cell"], r["grid"], grid_keys)
         groups.setdefault(label, []).append(Path(r["folder"]) / CURVES_FILE)
     return groups
 

@@ -115,8 +115,9 @@ def time_limit_checkpoint():
 def full_epochs(trainer: Any) -> int:
     """The epochs trained to their end: Lightning counts an epoch its time limit or ``max_steps`` cut short as
     done (``current_epoch``), so that one is taken off."""
-    cut_short = not trainer.fit_loop.epoch_loop.batch_progress.is_last_batch
-    return max(int(trainer.current_epoch) - int(cut_short), 0)
+    from ...command.callbacks import epoch_cut_short
+
+    return max(int(trainer.current_epoch) - int(epoch_cut_short(trainer)), 0)
 
 
 def check_kept_a_checkpoint(spec: RunSpec, best: Any, trainer: Any) -> None:
