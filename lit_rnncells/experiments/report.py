@@ -135,7 +135,7 @@ def curve_groups(results: List[Dict[str, Any]], grid_keys: Sequence[str]) -> Dic
     """Curve files of the seeds of each cell and grid point, by legend label."""
     groups: Dict[str, List[Path]] = {}
     for r in results:
-        label = grid_label(r["cell"], r["grid"], grid_keys)
+        label = grid_label(r["cell"], r.get("grid", {}), grid_keys)
         groups.setdefault(label, []).append(Path(r["folder"]) / CURVES_FILE)
     return groups
 
