@@ -88,3 +88,33 @@ def test_an_unknown_or_ambiguous_reference_is_one_error_line_before_drawing(swee
     assert err.startswith(f"error: --against '{against}' {why}; pass one of: CapMZU-layer_norm=True; ") and \
         err.count("\n") == 1
     assert not output.exists()
+
+
+def test_labels_keep_only_the_settings_that_differ_and_a_full_label_still_names_the_reference(tmp_path, capsys):
+    shared = {"layer_norm": True, "candidate_dropout": 0.0}
+    specs = {"gru": {"class_path": "GRUDT", "init_args": {"transition_depth": 0, **shared}},
+             "grudt": {"class_path": "GRUDT", "init_args": {"transition_depth": 1, "share_transition": True, **shared}},
+             "sat": {"class_path": "SatMZU", "init_args": {"transition_depth": 1, "share_transition": True, **shared}}}
+    for i, (name, spec) in enumerate(specs.items()):
+        for seed in (1, 2):
+            write_run(tmp_path / "runs" / f"{name}-s{seed}", spec, seed, [2.0 + i / 10 + seed / 100])
+    against = "GRUDT-transition_depth=0-layer_norm=True-candidate_dropout=0.0"  # the full label names it too
+    assert main(["accuracy-per-epoch", "--runs", str(tmp_path / "runs"), "--metric", "test/bpc", "--against", against,
+                 "--output", str(tmp_path / "fig.png")]) == 0
+    out = capsys.readouterr().out
+    assert "Settings every cell shares, left out of the labels: layer_norm=True candidate_dropout=0.0" in out
+    row = table_rows(out)["1"]
+    assert sorted(k for k in row if k.endswith("test/bpc")) == [
+        "GRUDT-transition_depth=0 test/bpc", "GRUDT-transition_depth=1-share_transition=True test/bpc",
+        "SatMZU-transition_depth=1-share_transition=True test/bpc"]
+    assert row["GRUDT-transition_depth=0 test/bpc"] == "2.015 ± 0.007 (n 2)"
+    assert row["SatMZU-transition_depth=1-share_transition=True − GRUDT-transition_depth=0 (p)"].startswith("+0.200 (")
+
+
+def test_shortening_that_would_merge_two_cells_keeps_the_full_labels():
+    from lit_rnncells.experiments.report import distinct_labels
+
+    short, shared = distinct_labels({"GRU-a=1": ("GRU", ["a=1"], []), "GRU-a=1 x=2": ("GRU", ["a=1"], ["x=2"])})
+    assert short == {"GRU-a=1": "GRU", "GRU-a=1 x=2": "GRU x=2"} and shared == ["a=1"]
+    short, shared = distinct_labels({"one": ("GRU", ["a=1"], []), "two": ("GRU", ["a=1"], [])})
+    assert short == {"one": "one", "two": "two"} and shared == []

@@ -11,7 +11,9 @@ read together.
 
 It also prints the numbers as a table: each cell's mean ± sample std over seeds at each epoch and, with
 ``--against CELL``, each other cell's difference to that one with Welch's p over the seeds
-(:mod:`lit_rnncells.experiments.seed_spread`).
+(:mod:`lit_rnncells.experiments.seed_spread`). A label keeps only the settings that differ between the cells
+(``GRUDT-transition_depth=0`` beside ``GRUDT-transition_depth=1-share_transition=True`` when both have
+``layer_norm=True``); the settings every cell shares are printed once above the table and in the title.
 """
 from __future__ import annotations
 
@@ -19,11 +21,12 @@ import argparse
 import json
 import statistics
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from .common import figure, save_figure
-from ..experiments.compare import cell_label
-from ..experiments.report import grid_label
+from ..experiments.compare import cell_label, cell_settings
+from ..experiments.param_match import cell_name
+from ..experiments.report import distinct_labels, grid_label
 from ..experiments.seed_spread import SeedResult, p_value, welch_p
 
 
@@ -39,16 +42,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "over seeds (a label the table prints, or its unique start)")
 
 
-def run_label(folder: Path) -> str:
+LabelParts = Tuple[str, Sequence[str], Sequence[str]]  # a cell's name, its options, its grid point's values
+
+
+def run_label(folder: Path) -> Tuple[str, LabelParts]:
     """The label of a run folder: its cell (``result.json``, else ``spec.json``) and its grid point, if any
-    (``CapMZU-layer_norm=True gradient_clip_val=1.0``, as the runner's curves label it)."""
+    (``CapMZU-layer_norm=True gradient_clip_val=1.0``, as the runner's curves label it), and the label's parts
+    (:func:`~lit_rnncells.experiments.report.distinct_labels`)."""
     for name in ("result.json", "spec.json"):
         path = folder / name
         if path.is_file():
             run = json.loads(path.read_text())
-            cell = cell_label(run["cell"]) if isinstance(run["cell"], dict) else str(run["cell"])
-            return grid_label(cell, run.get("grid") or {})
-    return folder.name
+            spec = run.get("cell_spec") or run["cell"]  # result.json: the label and the spec; spec.json: the spec
+            cell = cell_label(spec) if isinstance(spec, dict) else str(spec)
+            grid = run.get("grid") or {}
+            label = grid_label(cell, grid)
+            parts = grid_label("", grid).split()
+            if isinstance(spec, dict):
+                return label, (cell_name(spec), cell_settings(spec), parts)
+            return label, (cell, [], parts)
+    return folder.name, (folder.name, [], [])
 
 
 def sweep_name(runs: Path) -> str:
@@ -69,26 +82,43 @@ def per_epoch(curves: Dict[str, List[Dict[str, float]]], metric: str) -> Dict[in
     return values
 
 
-def collect(runs: Path, metric: str, table: Optional[Dict[str, Dict[int, List[float]]]] = None
-            ) -> Dict[str, Dict[int, List[float]]]:
-    """``{cell: {epoch: [value of each seed]}}`` over the sweep's run folders (added to ``table`` when given)."""
+def collect(runs: Path, metric: str, table: Optional[Dict[str, Dict[int, List[float]]]] = None,
+            parts: Optional[Dict[str, LabelParts]] = None) -> Dict[str, Dict[int, List[float]]]:
+    """``{cell: {epoch: [value of each seed]}}`` over the sweep's run folders (added to ``table`` when given;
+    each cell's label parts added to ``parts`` when given)."""
     table = {} if table is None else table
     for path in sorted(runs.glob("*/curves.json")):
         values = per_epoch(json.loads(path.read_text()), metric)
         if values:
-            cell = table.setdefault(run_label(path.parent), {})
+            label, label_parts = run_label(path.parent)
+            cell = table.setdefault(label, {})
+            if parts is not None:
+                parts[label] = label_parts
             for epoch, value in values.items():
                 cell.setdefault(epoch, []).append(value)
     return table
 
 
-def reference_cell(table: Dict[str, Dict[int, List[float]]], against: str) -> str:
-    """The cell ``--against`` names: its label, or the one label that starts with it."""
-    if against in table:
-        return against
-    starting = [cell for cell in table if cell.startswith(against)]
+def shortened(table: Dict[str, Dict[int, List[float]]], parts: Dict[str, LabelParts]
+              ) -> Tuple[Dict[str, Dict[int, List[float]]], Dict[str, str], List[str]]:
+    """The table under short labels (only the settings that differ between its cells), ``{full label: short}``
+    and the settings every cell shares."""
+    short, shared = distinct_labels({label: parts[label] for label in table})
+    return {short[label]: values for label, values in table.items()}, short, shared
+
+
+def reference_cell(table: Dict[str, Dict[int, List[float]]], against: str,
+                   full: Optional[Dict[str, str]] = None) -> str:
+    """The cell ``--against`` names: its label, or the one label that starts with it; with ``full`` (``{full
+    label: the table's label}``) a full label, or its unique start, names its cell too."""
+    names = {cell: cell for cell in table}
+    for long, short in (full or {}).items():
+        names.setdefault(long, short)
+    if against in names:
+        return names[against]
+    starting = {names[name] for name in names if name.startswith(against)}
     if len(starting) == 1:
-        return starting[0]
+        return starting.pop()
     known = "; ".join(sorted(table))
     why = "starts more than one cell's label" if starting else "is no cell of these runs"
     raise ValueError(f"--against {against!r} {why}; pass one of: {known}.")
@@ -129,15 +159,17 @@ def accuracy_per_epoch(args: argparse.Namespace) -> Dict[str, Dict[int, float]]:
 
     folders = [Path(runs) for runs in ([args.runs] if isinstance(args.runs, str) else args.runs)]
     table: Dict[str, Dict[int, List[float]]] = {}
+    parts: Dict[str, LabelParts] = {}
     for runs in folders:
         if not runs.is_dir():
             raise FileNotFoundError(f"{runs} is not a folder; pass the --out folder of a comparison sweep.")
-        collect(runs, args.metric, table)
+        collect(runs, args.metric, table, parts)
     if not table:
         hint = " (run the sweep with --test-every-epoch)" if args.metric.startswith("test/") else ""
         raise ValueError(f"No run in {', '.join(map(str, folders))} recorded {args.metric!r} per epoch{hint}; "
                          "pass another --metric or --runs folder.")
-    against = reference_cell(table, args.against) if getattr(args, "against", None) else None
+    table, short, shared = shortened(table, parts)
+    against = reference_cell(table, args.against, short) if getattr(args, "against", None) else None
     fig, ax = plt.subplots(figsize=(7, 4.5))
     means: Dict[str, Dict[int, float]] = {}
     for cell, by_epoch in sorted(table.items()):
@@ -154,9 +186,13 @@ def accuracy_per_epoch(args: argparse.Namespace) -> Dict[str, Dict[int, float]]:
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("epoch")
     ax.set_ylabel(f"{args.metric} (mean over seeds, min–max band)")
-    ax.set_title(f"CARU Fig. 2: {args.metric} per epoch, {', '.join(sweep_name(f) for f in folders)}", fontsize=10)
+    common = f"\nevery cell: {' '.join(shared)}" if shared else ""
+    ax.set_title(f"CARU Fig. 2: {args.metric} per epoch, {', '.join(sweep_name(f) for f in folders)}{common}",
+                 fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     save_figure(fig, args.output, wandb_key="analysis/accuracy_per_epoch")
+    if shared:
+        print(f"Settings every cell shares, left out of the labels: {' '.join(shared)}", flush=True)
     print(per_epoch_table(table, args.metric, against), flush=True)
     return means

@@ -131,6 +131,25 @@ def grid_label(cell: str, grid: Dict[str, Any], keys: Optional[Sequence[str]] = 
     return " ".join([cell] + [f"{k.rsplit('.', 1)[-1]}={grid[k]}" for k in (grid if keys is None else keys)])
 
 
+def distinct_labels(runs: Dict[str, Tuple[str, Sequence[str], Sequence[str]]]) -> Tuple[Dict[str, str], List[str]]:
+    """Short labels for a table of several cells: ``runs`` maps each full label to its cell's name, its
+    ``key=value`` options and its grid point's (:func:`grid_label`'s parts). Each short label keeps the name and
+    only the options and grid values that not every label shares (``GRUDT-transition_depth=0`` beside
+    ``SatMZU-transition_depth=1``, both with ``layer_norm=True``). Returns ``{full label: short label}`` and the
+    shared settings left out; the full labels unchanged where shortening would merge two of them."""
+    options = [set(o) for _, o, _ in runs.values()]
+    grids = [set(g) for _, _, g in runs.values()]
+    shared_options = set.intersection(*options) if len(runs) > 1 else set()
+    shared_grid = set.intersection(*grids) if len(runs) > 1 else set()
+    short = {full: " ".join(["-".join([name, *(o for o in opts if o not in shared_options)]),
+                             *(g for g in grid if g not in shared_grid)])
+             for full, (name, opts, grid) in runs.items()}
+    if len(set(short.values())) < len(short):
+        return {full: full for full in runs}, []
+    first_options, first_grid = next(iter(runs.values()))[1:] if runs else ((), ())
+    return short, [o for o in first_options if o in shared_options] + [g for g in first_grid if g in shared_grid]
+
+
 def curve_groups(results: List[Dict[str, Any]], grid_keys: Sequence[str]) -> Dict[str, List[Path]]:
     """Curve files of the seeds of each cell and grid point, by legend label."""
     groups: Dict[str, List[Path]] = {}

@@ -103,13 +103,18 @@ def check_cell(spec: str) -> Any:
     return {"class_path": name, "init_args": init_args}
 
 
+def cell_settings(cell: Any) -> List[str]:
+    """The ``key=value`` options of a cell spec as its label writes them (a nested cell by its own label);
+    none for a bare class name."""
+    if not isinstance(cell, dict):
+        return []
+    return [f"{k}={cell_label(v) if isinstance(v, dict) and 'class_path' in v else v}"
+            for k, v in (cell.get("init_args") or {}).items()]
+
+
 def cell_label(cell: Any) -> str:
     """A short, file-name-safe label of a cell spec: ``GRU``, ``MultiChannel-cell=GRU-block_size=3``."""
-    if isinstance(cell, dict):
-        opts = "-".join(f"{k}={cell_label(v) if isinstance(v, dict) and 'class_path' in v else v}"
-                        for k, v in (cell.get("init_args") or {}).items())
-        return cell_name(cell) + (f"-{opts}" if opts else "")
-    return cell_name(cell)
+    return "-".join([cell_name(cell), *cell_settings(cell)])
 
 
 def slug(text: str) -> str:
