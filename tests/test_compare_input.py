@@ -89,3 +89,17 @@ def test_the_summary_says_which_cells_the_seeds_separate_from_the_best():
                             "val/loss", ["lr"], mode="min")
     assert "- Best val/loss at lr 0.1: GRU; against it (Welch's t-test over seeds): CARU under 2 seeds" in grid
     assert "Welch" not in summary_markdown(rows("GRU", [1.0, 2.0]), "c.yaml", "steps=4", "val/loss", [], mode="min")
+
+
+def test_the_summary_labels_keep_the_options_that_differ_and_name_the_shared_ones_once(tmp_path):
+    """Two specs of one cell that share ``layer_norm=True``: the table's rows are told apart by
+    ``transition_depth`` alone and the shared option is named once above it; ``runs.csv`` keeps the full labels."""
+    out = tmp_path / "out"
+    cells = ["GRUDT(transition_depth=0,layer_norm=true)", "GRUDT(transition_depth=1,layer_norm=true)"]
+    assert cmp.main(["--config", CONFIG, "--cells", *cells, "--out", str(out), "--budget", "steps=1", "--seeds", "1",
+                     "--no-wandb", *TINY]) == 0
+    summary = (out / "summary.md").read_text()
+    assert "Every cell has layer_norm=True, left out of its label." in summary.splitlines()[0]
+    rows = [line.split(" | ")[0].lstrip("| ") for line in summary.splitlines()[4:6]]
+    assert rows == ["GRUDT-transition_depth=0", "GRUDT-transition_depth=1"]
+    assert "GRUDT-transition_depth=1-layer_norm=True," in (out / "runs.csv").read_text()

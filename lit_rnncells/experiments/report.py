@@ -62,15 +62,17 @@ def mean_std(values: List[float]) -> str:
 
 
 def summary_markdown(rows: List[Dict[str, Any]], config: str, budget: str, monitor: str,
-                     grid_keys: Sequence[str], mode: Optional[str] = None) -> str:
+                     grid_keys: Sequence[str], mode: Optional[str] = None, shared: Sequence[str] = ()) -> str:
     """Mean ± sample std over seeds per cell and grid point, with n, hidden size and parameters; with the
     monitor's ``mode`` (``min``/``max``), below the table each grid point's best cell by the monitored metric and
-    whether the seeds separate the others from it (:func:`separation_line`)."""
+    whether the seeds separate the others from it (:func:`separation_line`). ``shared``: the cell options every
+    cell has, left out of the rows' labels (:func:`distinct_labels`), named once above the table."""
     metrics = [f"best {monitor}"] + sorted({k for r in rows for k in r if k.startswith("test/")})
     header = ["cell", *[k.rsplit(".", 1)[-1] for k in grid_keys], "hidden", "params", "n", *metrics, "steps",
               "seconds", "tokens/s"]
+    common = f" Every cell has {' '.join(shared)}, left out of its label." if shared else ""
     lines = [f"Comparison of `{config}` at budget {budget}; mean ± sample std over seeds; the best-{monitor} "
-             "checkpoint of each run is tested.", "",
+             f"checkpoint of each run is tested.{common}", "",
              "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     groups: Dict[Tuple[Any, ...], List[Dict[str, Any]]] = {}
     for r in rows:

@@ -11,10 +11,11 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ...utils.arguments import apply_deprecated_names, option_group
 from ...utils.paths import check_output_folder
-from ..report import curve_groups, log_to_wandb, plot_validation_curves, row_of, summary_markdown, write_csv
+from ..report import (curve_groups, distinct_labels, log_to_wandb, plot_validation_curves, row_of, summary_markdown,
+                      write_csv)
 from ..param_match import cell_name
-from .planning import (Budget, CompareError, RunSpec, check_arguments, check_cell, default_monitor, mode_of,
-                       parse_vary, plan)
+from .planning import (Budget, CompareError, RunSpec, cell_settings, check_arguments, check_cell, default_monitor,
+                       mode_of, parse_vary, plan)
 from .options import DEPRECATED_NAMES, GROUPS, Launch, Matching, RunOptions, Selection
 from .folders import Resume, check_resumable, finished, saved_budget
 from .runner import LocalLauncher, run_specs
@@ -78,6 +79,18 @@ def check_seeds(seeds: Union[int, Sequence[int]]) -> List[int]:
     return seed_list
 
 
+def shown_labels(results: List[Dict[str, Any]]) -> Tuple[Dict[str, str], List[str]]:
+    """The cells' labels for the table and the curves: ``{run's cell label: the label shown}``, each keeping
+    only the options that differ between the cells (``GRUDT-transition_depth=0`` beside
+    ``GRUDT-transition_depth=1-share_transition=True`` when both have ``layer_norm=True``), and the options every
+    cell shares. ``runs.csv`` and the run folders keep the full labels."""
+    parts = {}
+    for r in results:
+        spec = r.get("cell_spec") or r["cell"]
+        parts[r["cell"]] = (cell_name(spec), cell_settings(spec), ()) if isinstance(spec, dict) else (r["cell"], (), ())
+    return distinct_labels(parts)
+
+
 def write_outputs(out: Path, config: str, budget: Budget, monitor: str, grid_keys: List[str],
                   results: List[Dict[str, Any]], no_wandb: bool) -> List[Dict[str, Any]]:
     """``runs.csv``, ``summary.md`` and the two curve PNGs of the results (in the plan's order); the CSV's rows."""
@@ -85,10 +98,13 @@ def write_outputs(out: Path, config: str, budget: Budget, monitor: str, grid_key
     if not rows:
         return rows
     write_csv(rows, out / "runs.csv")
-    (out / "summary.md").write_text(summary_markdown(rows, config, str(budget), monitor, grid_keys,
-                                                     mode=results[0].get("mode")))
-    groups = curve_groups(results, grid_keys)
+    labels, shared = shown_labels(results)
+    (out / "summary.md").write_text(summary_markdown([{**row, "cell": labels[row["cell"]]} for row in rows], config,
+                                                     str(budget), monitor, grid_keys, mode=results[0].get("mode"),
+                                                     shared=shared))
+    groups = curve_groups([{**r, "cell": labels[r["cell"]]} for r in results], grid_keys)
     title = f"{Path(config).parent.name}/{Path(config).name}, budget {budget}: validation {monitor}"
+    title += f"; every cell: {' '.join(shared)}" if shared else ""
     images = plot_validation_curves(groups, monitor, title, out)
     if not no_wandb:
         log_to_wandb(out, config, rows, images)
