@@ -19,10 +19,11 @@ BPC = {  # cell label (and grid point) -> per seed, the test BPC at the end of e
 }
 
 
-def write_run(folder: Path, cell: Dict | str, seed: int, values: List[float], grid: Dict | None = None) -> None:
+def write_run(folder: Path, cell: Dict | str, seed: int, values: List[float], grid: Dict | None = None,
+              hidden: int | None = None) -> None:
     folder.mkdir(parents=True)
     (folder / "result.json").write_text(json.dumps({"cell": cell, "seed": seed, "grid": grid or {},
-                                                    "config": "configs/lm/ptb_char_gru.yaml"}))
+                                                    "hidden_size": hidden, "config": "configs/lm/ptb_char_gru.yaml"}))
     tests = [{"epoch": e, "step": 10 * (e + 1), "test/bpc": v, "test/loss": v * 0.693} for e, v in enumerate(values)]
     (folder / "curves.json").write_text(json.dumps({"validation": [], "test": tests}))
 
@@ -108,7 +109,8 @@ def test_labels_keep_only_the_settings_that_differ_and_a_full_label_still_names_
         "GRUDT-transition_depth=0 test/bpc", "GRUDT-transition_depth=1-share_transition=True test/bpc",
         "SatMZU-transition_depth=1-share_transition=True test/bpc"]
     assert row["GRUDT-transition_depth=0 test/bpc"] == "2.015 ± 0.007 (n 2)"
-    assert row["SatMZU-transition_depth=1-share_transition=True − GRUDT-transition_depth=0 (p)"].startswith("+0.200 (")
+    sat = "SatMZU-transition_depth=1-share_transition=True"
+    assert row[f"{sat} − GRUDT-transition_depth=0 (p)"].startswith("+0.200 (")
 
 
 def test_shortening_that_would_merge_two_cells_keeps_the_full_labels():
@@ -118,3 +120,20 @@ def test_shortening_that_would_merge_two_cells_keeps_the_full_labels():
     assert short == {"GRU-a=1": "GRU", "GRU-a=1 x=2": "GRU x=2"} and shared == ["a=1"]
     short, shared = distinct_labels({"one": ("GRU", ["a=1"], []), "two": ("GRU", ["a=1"], [])})
     assert short == {"one": "one", "two": "two"} and shared == []
+
+
+def test_a_cell_at_two_hidden_sizes_is_two_rows_and_a_run_copied_into_two_folders_counts_once(tmp_path, capsys):
+    """The unshared GRU+DT at hidden 255 and at the GRU's parameter count (187) are two cells, not six seeds of
+    one; the GRU's runs copied into the second sweep folder are not counted twice."""
+    spec = {"class_path": "GRUDT", "init_args": {"transition_depth": 1}}
+    for seed in (1, 2):
+        write_run(tmp_path / "a" / f"gru-s{seed}", "GRU", seed, [2.0 + seed / 100], hidden=255)
+        write_run(tmp_path / "b" / f"gru-s{seed}", "GRU", seed, [2.0 + seed / 100], hidden=255)  # a copy
+        write_run(tmp_path / "a" / f"wide-s{seed}", spec, seed, [1.9 + seed / 100], hidden=255)
+        write_run(tmp_path / "b" / f"narrow-s{seed}", spec, seed, [2.1 + seed / 100], hidden=187)
+    assert main(["accuracy-per-epoch", "--runs", str(tmp_path / "a"), str(tmp_path / "b"), "--metric", "test/bpc",
+                 "--against", "GRU", "--output", str(tmp_path / "fig.png")]) == 0
+    row = table_rows(capsys.readouterr().out)["1"]
+    assert row["GRU test/bpc"] == "2.015 ± 0.007 (n 2)"
+    assert row["GRUDT-transition_depth=1 hidden=187 test/bpc"] == "2.115 ± 0.007 (n 2)"
+    assert row["GRUDT-transition_depth=1 hidden=255 − GRU (p)"].startswith("-0.100 (")

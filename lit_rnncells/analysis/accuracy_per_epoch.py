@@ -6,8 +6,9 @@ Reads every ``<runs>/<run>/curves.json`` of a ``python -m lit_rnncells.compare .
 (``test``: the test metrics of each epoch's checkpoint; without that flag, ``--metric val/acc`` draws the
 validation metric at each epoch's last validation instead) and draws one line per cell: the mean over seeds,
 with the min–max band over seeds. Cells are taken from each run's ``result.json`` (or ``spec.json`` for a
-run still in progress), with the run's grid point (``--vary``) when it has one. Several ``--runs`` folders are
-read together.
+run still in progress), with the run's grid point (``--vary``) when it has one, and its hidden size when the
+runs have that cell at several. Several ``--runs`` folders are read together; a run folder copied into two of
+them (the same cell, grid point, hidden size and seed) counts once.
 
 It also prints the numbers as a table: each cell's mean ± sample std over seeds at each epoch and, with
 ``--against CELL``, each other cell's difference to that one with Welch's p over the seeds
@@ -20,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -45,10 +47,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 LabelParts = Tuple[str, Sequence[str], Sequence[str]]  # a cell's name, its options, its grid point's values
 
 
-def run_label(folder: Path) -> Tuple[str, LabelParts]:
-    """The label of a run folder: its cell (``result.json``, else ``spec.json``) and its grid point, if any
-    (``CapMZU-layer_norm=True gradient_clip_val=1.0``, as the runner's curves label it), and the label's parts
-    (:func:`~lit_rnncells.experiments.report.distinct_labels`)."""
+@dataclass(frozen=True)
+class RunIdentity:
+    """What tells a run apart in the table: its label (cell and grid point, as the runner's curves label it),
+    the label's parts (:func:`~lit_rnncells.experiments.report.distinct_labels`), its hidden size and seed."""
+    label: str
+    parts: LabelParts = field(compare=False)
+    hidden: Optional[int] = None
+    seed: Optional[int] = None
+
+
+def run_label(folder: Path) -> RunIdentity:
+    """The identity of a run folder, from its ``result.json`` (else ``spec.json``): the label is its cell and
+    grid point, if any (``CapMZU-layer_norm=True gradient_clip_val=1.0``)."""
     for name in ("result.json", "spec.json"):
         path = folder / name
         if path.is_file():
@@ -56,12 +67,11 @@ def run_label(folder: Path) -> Tuple[str, LabelParts]:
             spec = run.get("cell_spec") or run["cell"]  # result.json: the label and the spec; spec.json: the spec
             cell = cell_label(spec) if isinstance(spec, dict) else str(spec)
             grid = run.get("grid") or {}
-            label = grid_label(cell, grid)
             parts = grid_label("", grid).split()
-            if isinstance(spec, dict):
-                return label, (cell_name(spec), cell_settings(spec), parts)
-            return label, (cell, [], parts)
-    return folder.name, (folder.name, [], [])
+            named = (cell_name(spec), tuple(cell_settings(spec)), tuple(parts)) if isinstance(spec, dict) else \
+                (cell, (), tuple(parts))
+            return RunIdentity(grid_label(cell, grid), named, run.get("hidden_size"), run.get("seed"))
+    return RunIdentity(folder.name, (folder.name, (), ()))
 
 
 def sweep_name(runs: Path) -> str:
@@ -82,21 +92,37 @@ def per_epoch(curves: Dict[str, List[Dict[str, float]]], metric: str) -> Dict[in
     return values
 
 
-def collect(runs: Path, metric: str, table: Optional[Dict[str, Dict[int, List[float]]]] = None,
-            parts: Optional[Dict[str, LabelParts]] = None) -> Dict[str, Dict[int, List[float]]]:
-    """``{cell: {epoch: [value of each seed]}}`` over the sweep's run folders (added to ``table`` when given;
-    each cell's label parts added to ``parts`` when given)."""
-    table = {} if table is None else table
+def collect(runs: Path, metric: str, found: Optional[Dict[RunIdentity, Dict[int, float]]] = None
+            ) -> Dict[RunIdentity, Dict[int, float]]:
+    """``{run: {epoch: value}}`` over the sweep's run folders (added to ``found`` when given). A run found in an
+    earlier folder too (the same cell, grid point, hidden size and seed: a run folder copied into two sweeps) is
+    kept once, from the first."""
+    found = {} if found is None else found
     for path in sorted(runs.glob("*/curves.json")):
         values = per_epoch(json.loads(path.read_text()), metric)
-        if values:
-            label, label_parts = run_label(path.parent)
-            cell = table.setdefault(label, {})
-            if parts is not None:
-                parts[label] = label_parts
-            for epoch, value in values.items():
-                cell.setdefault(epoch, []).append(value)
-    return table
+        run = run_label(path.parent)
+        if values and (run.seed is None or run not in found):
+            found[run if run.seed is not None else RunIdentity(str(path.parent), run.parts)] = values
+    return found
+
+
+def by_cell(found: Dict[RunIdentity, Dict[int, float]]
+            ) -> Tuple[Dict[str, Dict[int, List[float]]], Dict[str, LabelParts]]:
+    """``{cell: {epoch: [value of each seed]}}`` and each cell's label parts; a cell run at several hidden sizes
+    is one cell per size (``... hidden=187``)."""
+    sizes: Dict[str, set] = {}
+    for run in found:
+        sizes.setdefault(run.label, set()).add(run.hidden)
+    table: Dict[str, Dict[int, List[float]]] = {}
+    parts: Dict[str, LabelParts] = {}
+    for run, values in found.items():
+        label, (name, options, grid) = run.label, run.parts
+        if len(sizes[run.label]) > 1:
+            label, grid = f"{label} hidden={run.hidden}", (*grid, f"hidden={run.hidden}")
+        parts[label] = (name, options, grid)
+        for epoch, value in values.items():
+            table.setdefault(label, {}).setdefault(epoch, []).append(value)
+    return table, parts
 
 
 def shortened(table: Dict[str, Dict[int, List[float]]], parts: Dict[str, LabelParts]
@@ -158,12 +184,12 @@ def accuracy_per_epoch(args: argparse.Namespace) -> Dict[str, Dict[int, float]]:
     import matplotlib.pyplot as plt
 
     folders = [Path(runs) for runs in ([args.runs] if isinstance(args.runs, str) else args.runs)]
-    table: Dict[str, Dict[int, List[float]]] = {}
-    parts: Dict[str, LabelParts] = {}
+    found: Dict[RunIdentity, Dict[int, float]] = {}
     for runs in folders:
         if not runs.is_dir():
             raise FileNotFoundError(f"{runs} is not a folder; pass the --out folder of a comparison sweep.")
-        collect(runs, args.metric, table, parts)
+        collect(runs, args.metric, found)
+    table, parts = by_cell(found)
     if not table:
         hint = " (run the sweep with --test-every-epoch)" if args.metric.startswith("test/") else ""
         raise ValueError(f"No run in {', '.join(map(str, folders))} recorded {args.metric!r} per epoch{hint}; "
