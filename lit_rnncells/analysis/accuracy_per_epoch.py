@@ -26,8 +26,7 @@ from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from .common import figure, save_figure
-from ..experiments.compare import cell_label, cell_settings
-from ..experiments.param_match import cell_name
+from ..experiments.compare import cell_label, label_parts
 from ..experiments.report import distinct_labels, grid_label
 from ..experiments.seed_spread import SeedResult, p_value, welch_p
 
@@ -68,9 +67,8 @@ def run_label(folder: Path) -> RunIdentity:
             cell = cell_label(spec) if isinstance(spec, dict) else str(spec)
             grid = run.get("grid") or {}
             parts = grid_label("", grid).split()
-            named = (cell_name(spec), tuple(cell_settings(spec)), tuple(parts)) if isinstance(spec, dict) else \
-                (cell, (), tuple(parts))
-            return RunIdentity(grid_label(cell, grid), named, run.get("hidden_size"), run.get("seed"))
+            return RunIdentity(grid_label(cell, grid), (*label_parts(spec, cell), tuple(parts)), run.get("hidden_size"),
+                               run.get("seed"))
     return RunIdentity(folder.name, (folder.name, (), ()))
 
 

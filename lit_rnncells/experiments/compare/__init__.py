@@ -29,15 +29,15 @@ from .cli import OneLineParser, build_parser, error_exit, main
 from .options import DEPRECATED_NAMES, GROUPS, Launch, Matching, RunOptions, Selection
 from .folders import (RESUME_FILES, check_resumable, prepare_folder, refuse_other_settings, resume_checkpoint,
                       spec_differences)
-from .planning import (BUDGET_KINDS, LOWER_IS_BETTER, Budget, CompareError, RunSpec, cell_label, cell_settings,
-                       check_arguments, check_cell, default_monitor, mode_of, parse_vary, plan, slug)
+from .planning import (BUDGET_KINDS, LOWER_IS_BETTER, Budget, CompareError, RunSpec, cell_label, check_arguments,
+                       check_cell, default_monitor, label_parts, mode_of, parse_vary, plan, slug)
 from .runner import Interrupted, Job, Launcher, LocalLauncher, forwarding_signals, launch, run_specs
 from .sweep import compare
 
 __all__ = ["BUDGET_KINDS", "CURVES_FILE", "DEPRECATED_NAMES", "GROUPS", "Launch", "Matching", "RunOptions",
            "Selection", "LOWER_IS_BETTER", "RESULT_FILE", "RESUME_FILES", "Budget", "CompareError",
            "Interrupted", "Job", "Launcher", "LocalLauncher", "OneLineParser", "RunSpec", "build_parser",
-           "cell_label", "cell_settings", "check_arguments", "check_cell", "check_resumable", "child_main", "compare",
-           "default_monitor", "error_exit", "forwarding_signals", "launch", "main", "mode_of", "parse_vary", "plan",
-           "prepare_folder", "refuse_other_settings", "resume_checkpoint", "run_child", "run_specs", "slug",
-           "spec_differences", "validate_within_budget"]
+           "cell_label", "check_arguments", "check_cell", "check_resumable", "child_main", "compare",
+           "default_monitor", "error_exit", "forwarding_signals", "label_parts", "launch", "main", "mode_of",
+           "parse_vary", "plan", "prepare_folder", "refuse_other_settings", "resume_checkpoint", "run_child",
+           "run_specs", "slug", "spec_differences", "validate_within_budget"]

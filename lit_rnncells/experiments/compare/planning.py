@@ -117,6 +117,13 @@ def cell_label(cell: Any) -> str:
     return "-".join([cell_name(cell), *cell_settings(cell)])
 
 
+def label_parts(spec: Any, label: str) -> Tuple[str, Tuple[str, ...]]:
+    """A run's cell as the parts of its ``label`` (:func:`cell_label`): its name and options, for labels that
+    leave out the options every cell shares (:func:`~lit_rnncells.experiments.report.distinct_labels`). A cell
+    without a spec dict (a bare name, or an older result's label alone) is its label with no options."""
+    return (cell_name(spec), tuple(cell_settings(spec))) if isinstance(spec, dict) else (label, ())
+
+
 def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.=+-]+", "_", text).strip("_")
 

@@ -14,7 +14,7 @@ from ...utils.paths import check_output_folder
 from ..report import (curve_groups, distinct_labels, log_to_wandb, plot_validation_curves, row_of, summary_markdown,
                       write_csv)
 from ..param_match import cell_name
-from .planning import (Budget, CompareError, RunSpec, cell_settings, check_arguments, check_cell, default_monitor,
+from .planning import (Budget, CompareError, RunSpec, check_arguments, check_cell, default_monitor, label_parts,
                        mode_of, parse_vary, plan)
 from .options import DEPRECATED_NAMES, GROUPS, Launch, Matching, RunOptions, Selection
 from .folders import Resume, check_resumable, finished, saved_budget
@@ -87,7 +87,7 @@ def shown_labels(results: List[Dict[str, Any]]) -> Tuple[Dict[str, str], List[st
     parts = {}
     for r in results:
         spec = r.get("cell_spec") or r["cell"]
-        parts[r["cell"]] = (cell_name(spec), cell_settings(spec), ()) if isinstance(spec, dict) else (r["cell"], (), ())
+        parts[r["cell"]] = (*label_parts(spec, r["cell"]), ())
     return distinct_labels(parts)
 
 
