@@ -137,3 +137,12 @@ def test_a_cell_at_two_hidden_sizes_is_two_rows_and_a_run_copied_into_two_folder
     assert row["GRU test/bpc"] == "2.015 ± 0.007 (n 2)"
     assert row["GRUDT-transition_depth=1 hidden=187 test/bpc"] == "2.115 ± 0.007 (n 2)"
     assert row["GRUDT-transition_depth=1 hidden=255 − GRU (p)"].startswith("-0.100 (")
+
+
+def test_only_test_accuracy_is_titled_as_carus_figure():
+    from lit_rnncells.analysis.accuracy_per_epoch import figure_title
+
+    caru = figure_title("test/acc", ["imdb (sentiment/imdb_gru.yaml)"], [])
+    assert caru == "CARU Fig. 2: test/acc per epoch, imdb (sentiment/imdb_gru.yaml)"
+    bpc = figure_title("test/bpc", ["ptb_char (lm/ptb_char_gru.yaml)", "more"], ["layer_norm=True"])
+    assert bpc == "test/bpc per epoch, ptb_char (lm/ptb_char_gru.yaml), more\nevery cell: layer_norm=True"

@@ -1,4 +1,4 @@
-"""CARU Fig. 2: test accuracy per epoch for several cells, from the comparison runner's curves.
+"""CARU Fig. 2 (test accuracy per epoch), or another per-epoch metric, for several cells, from the runner's curves.
 
 ``python -m lit_rnncells.analysis accuracy-per-epoch --runs runs/compare/imdb --metric test/acc --output fig.png``
 
@@ -78,6 +78,16 @@ def sweep_name(runs: Path) -> str:
         config = Path(json.loads(path.read_text())["config"])
         return f"{runs.name} ({config.parent.name}/{config.name})"
     return runs.name
+
+
+def figure_title(metric: str, sweeps: Sequence[str], shared: Sequence[str]) -> str:
+    """The figure's title: what is drawn, from which sweeps, and the settings every cell shares.
+
+    Only test accuracy per epoch is CARU's Fig. 2, so only that title names the paper's figure.
+    """
+    paper = "CARU Fig. 2: " if metric == "test/acc" else ""
+    common = f"\nevery cell: {' '.join(shared)}" if shared else ""
+    return f"{paper}{metric} per epoch, {', '.join(sweeps)}{common}"
 
 
 def per_epoch(curves: Dict[str, List[Dict[str, float]]], metric: str) -> Dict[int, float]:
@@ -210,9 +220,7 @@ def accuracy_per_epoch(args: argparse.Namespace) -> Dict[str, Dict[int, float]]:
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("epoch")
     ax.set_ylabel(f"{args.metric} (mean over seeds, min–max band)")
-    common = f"\nevery cell: {' '.join(shared)}" if shared else ""
-    ax.set_title(f"CARU Fig. 2: {args.metric} per epoch, {', '.join(sweep_name(f) for f in folders)}{common}",
-                 fontsize=10)
+    ax.set_title(figure_title(args.metric, [sweep_name(f) for f in folders], shared), fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     save_figure(fig, args.output, wandb_key="analysis/accuracy_per_epoch")
