@@ -143,6 +143,6 @@ def test_only_test_accuracy_is_titled_as_carus_figure():
     from lit_rnncells.analysis.accuracy_per_epoch import figure_title
 
     caru = figure_title("test/acc", ["imdb (sentiment/imdb_gru.yaml)"], [])
-    assert caru == "CARU Fig. 2: test/acc per epoch, imdb (sentiment/imdb_gru.yaml)"
+    assert caru == "CARU Fig. 2: test/acc per epoch\nimdb (sentiment/imdb_gru.yaml)"
     bpc = figure_title("test/bpc", ["ptb_char (lm/ptb_char_gru.yaml)", "more"], ["layer_norm=True"])
-    assert bpc == "test/bpc per epoch, ptb_char (lm/ptb_char_gru.yaml), more\nevery cell: layer_norm=True"
+    assert bpc == "test/bpc per epoch\nptb_char (lm/ptb_char_gru.yaml), more\nevery cell: layer_norm=True"

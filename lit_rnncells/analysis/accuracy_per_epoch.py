@@ -81,13 +81,13 @@ def sweep_name(runs: Path) -> str:
 
 
 def figure_title(metric: str, sweeps: Sequence[str], shared: Sequence[str]) -> str:
-    """The figure's title: what is drawn, from which sweeps, and the settings every cell shares.
+    """The figure's title: what is drawn; below it the sweeps, and the settings every cell shares.
 
     Only test accuracy per epoch is CARU's Fig. 2, so only that title names the paper's figure.
     """
     paper = "CARU Fig. 2: " if metric == "test/acc" else ""
     common = f"\nevery cell: {' '.join(shared)}" if shared else ""
-    return f"{paper}{metric} per epoch, {', '.join(sweeps)}{common}"
+    return f"{paper}{metric} per epoch\n{', '.join(sweeps)}{common}"
 
 
 def per_epoch(curves: Dict[str, List[Dict[str, float]]], metric: str) -> Dict[int, float]:
