@@ -103,6 +103,36 @@ def test_jobs_below_one_is_one_line(jobs, capsys, tmp_path):
     assert err.startswith(f"error: --jobs {jobs} is not a positive number") and len(err.splitlines()) == 1
 
 
+class Talking(runner.Job):
+    """A job whose child prints what a run's progress prints into its log.txt, with pauses, and saves no result."""
+
+    def command(self, time_limit=None):
+        lines = ["fit: started, 8 batches an epoch (0 s)", "fit: epoch 1/2, batch 3/8, step 3, train/loss_step 0.69 (1 s)"]
+        script = "; ".join(f"print({line!r}, flush=True); time.sleep(0.8)" for line in lines)
+        return [sys.executable, "-c", "import time; time.sleep(0.8); " + script]
+
+
+def test_every_progress_every_seconds_each_running_run_says_where_it_stands(tmp_path):
+    specs = [cmp.RunSpec(run_id=f"GRU-s{s}", folder=str(tmp_path / f"GRU-s{s}"), config=CONFIG, cell="GRU", seed=s,
+                         grid={}, hidden_size=4, budget="steps=1", monitor="val/acc", mode="max") for s in (1, 2)]
+    for spec in specs:
+        Path(spec.folder).mkdir()
+    jobs = [Talking(spec, None, i, 2) for i, spec in enumerate(specs, 1)]
+    log = io.StringIO()
+    runner.LocalLauncher(2, devices=[], progress_every=0.3).run(jobs, None, log)
+    said = [line for line in log.getvalue().splitlines() if line.startswith("compare: [") and "..." not in line]
+    assert "compare: [1/2] GRU-s1: no progress line yet" in said  # its child has printed nothing yet
+    assert "compare: [2/2] GRU-s2: fit: started, 8 batches an epoch (0 s)" in said
+    assert said.count("compare: [2/2] GRU-s2: fit: epoch 1/2, batch 3/8, step 3, train/loss_step 0.69 (1 s)") >= 1
+    assert "compare: GRU-s1 failed; its log is" in log.getvalue()  # no result.json: the lines above came first
+
+    quiet = io.StringIO()
+    runner.ProgressLines(0)(jobs, quiet)  # 0: never
+    assert quiet.getvalue() == ""
+    with pytest.raises(cmp.CompareError, match=r"--progress-every -1 is not a number of seconds"):
+        runner.LocalLauncher(1, progress_every=-1)
+
+
 def test_sigterm_with_two_jobs_reaches_both_children_and_a_rerun_resumes_both(tmp_path, capsys, monkeypatch):
     """Two runs train at once and pause at step 5; SIGTERM to compare stops both, each saving interrupted.ckpt;
     the same command again resumes both from step 5 and ends them at the budget's 8 steps."""

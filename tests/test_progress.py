@@ -10,6 +10,7 @@ from pathlib import Path
 
 from lit_rnncells.cli import run
 from lit_rnncells.experiments.param_match import ParamCounter
+from lit_rnncells.utils.progress import last_progress_line
 
 ROOT = Path(__file__).resolve().parents[1]
 LOGIC = str(ROOT / "configs" / "logic" / "mufuru.yaml")
@@ -35,6 +36,9 @@ def test_redirected_fit_prints_sparse_progress_lines(tmp_path):
     assert progress[0] == "fit: started, 2 batches an epoch (0 s)"
     assert any(ln.startswith("fit: ended after 30 epochs, step 60") for ln in progress)
     assert len(progress) <= 8 and len(output.splitlines()) < 40, output  # tqdm: 60+ lines
+    (tmp_path / "log.txt").write_text(output)  # what compare's progress lines read back from a run's log
+    assert last_progress_line(tmp_path / "log.txt") == progress[-1]
+    assert last_progress_line(tmp_path / "log.txt", tail_bytes=10) is None and last_progress_line(tmp_path / "no") is None
 
 
 def test_usage_lines_name_the_module(tmp_path):

@@ -7,6 +7,7 @@ import argparse
 import csv
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -120,7 +121,7 @@ def test_a_slurm_grid_requeues_a_preempted_run_and_a_rerun_resumes_a_cancelled_o
     pauses = [{"class_path": "tests.examples.recorders.PauseOnceAtStep",
                "init_args": {"step": step, "flag": str(tmp_path / f"paused{step}")}} for step in (3, 5)]
     out = tmp_path / "out"
-    argv = [*GRID, "--launcher", "slurm", "--time", "10", "--out", str(out), "--", *TINY,
+    argv = [*GRID, "--launcher", "slurm", "--time", "10", "--out", str(out), "--progress-every", "1", "--", *TINY,
             *["--trainer.callbacks+=" + json.dumps(p) for p in pauses]]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
            "WANDB_MODE": "disabled", "OMP_NUM_THREADS": "1"}
@@ -138,6 +139,7 @@ def test_a_slurm_grid_requeues_a_preempted_run_and_a_rerun_resumes_a_cancelled_o
             subprocess.run(["scancel", "--name", "lit_rnncells-compare"], timeout=60)
     assert proc.returncode == 1, err[-3000:]
     assert f"compare: {cancelled} failed; its log is {out / cancelled / 'log.txt'}" in err
+    assert re.search(r"^compare: \[\d/4\] \S+: (no progress line yet|fit: )", err, re.M), err[-3000:]  # each second
     interrupted = out / cancelled / "checkpoints" / "interrupted.ckpt"
     assert interrupted.is_file() and not (out / cancelled / "result.json").exists()
 

@@ -9,8 +9,10 @@ runs, and one when it ends; the command line uses it instead of tqdm whenever ``
 from __future__ import annotations
 
 import math
+import re
 import sys
 import time
+from pathlib import Path
 from typing import Any, Dict, Optional, TextIO
 
 from lightning.pytorch import LightningModule, Trainer
@@ -32,6 +34,10 @@ def plural(count: Any, word: str, many: Optional[str] = None) -> str:
     """``1 epoch``, ``3 epochs``, ``? batches`` (``many``: the plural when it is not ``word + "s"``)."""
     shown = count if isinstance(count, str) else f"{int(count):,}"
     return f"{shown} {word if shown == '1' else (many or word + 's')}"
+
+
+STAGE_LINE = re.compile(r"^(?:fit|validate|test|predict): ")
+"""How each line :class:`LineProgress` prints begins: the stage it reports on."""
 
 
 class LineProgress(ProgressBar):
@@ -132,6 +138,18 @@ class LineProgress(ProgressBar):
     def on_predict_batch_end(self, trainer: Trainer, pl_module: LightningModule, outputs: Any, batch: Any,
                              batch_idx: int, dataloader_idx: int = 0) -> None:
         self._eval_batch("predict", batch_idx, trainer.num_predict_batches[dataloader_idx])
+
+
+def last_progress_line(log_file: Path, tail_bytes: int = 16_384) -> Optional[str]:
+    """The last line :class:`LineProgress` printed into ``log_file`` (a run's ``log.txt``), looked for in the
+    file's last ``tail_bytes``; ``None`` when there is none there, or no file yet."""
+    try:
+        with open(log_file, "rb") as handle:
+            handle.seek(max(0, handle.seek(0, 2) - tail_bytes))
+            lines = handle.read().decode("utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    return next((line.strip() for line in reversed(lines) if STAGE_LINE.match(line)), None)
 
 
 def wants_line_progress(stream: Optional[TextIO] = None) -> bool:

@@ -9,7 +9,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from ...command import run_folder
 from .child import child_main
-from .options import Launch, Matching, RunOptions, Selection, argument_group
+from .options import PROGRESS_EVERY, Launch, Matching, RunOptions, Selection, argument_group
 from .planning import CompareError
 from .runner import Interrupted
 from .launchers import slurm_launcher
@@ -26,6 +26,17 @@ class OneLineParser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         print(f"error: {message}; see {self.prog} --help.", file=sys.stderr)
         raise SystemExit(2)
+
+
+def seconds(text: str) -> float:
+    """An argparse type: a number of seconds, 0 or more."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds (0 or more)")
+    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -72,6 +83,9 @@ def add_group_options(ap: argparse.ArgumentParser) -> None:
     launch.add_argument("--dry-run", action="store_true",
                         help="plan the runs, parse every run's arguments, print each run's command line and stop: "
                              "nothing runs or is written")
+    launch.add_argument("--progress-every", type=seconds, default=PROGRESS_EVERY, metavar="SECONDS",
+                        help="every this many seconds while runs go, a line for each saying where it stands (the "
+                             "last progress line of its log.txt; default %(default)g, 0: none)")
     add_slurm_options(ap, launch)
 
 
@@ -82,7 +96,7 @@ def groups_of(args: argparse.Namespace, extra: Sequence[str], out: Path) -> Dict
     return {"matching": Matching(args.match_params, args.hidden_size), "selection": Selection(args.monitor, args.mode),
             "runs": RunOptions(list(extra), args.test_every_epoch, args.no_wandb,
                                keep_epoch_checkpoints=args.keep_epoch_checkpoints),
-            "launch": Launch(launcher, args.jobs, args.dry_run)}
+            "launch": Launch(launcher, args.jobs, args.dry_run, args.progress_every)}
 
 
 def error_exit(message: str) -> int:

@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from .options import PROGRESS_EVERY
 from .slurm_settings import SlurmSettingsError, check_settings, settings_from, test_submission
 
 
@@ -23,4 +24,4 @@ def slurm_launcher(args: argparse.Namespace, out: Path, log: Any = None) -> Any:
     from .slurm import SlurmLauncher, wait_for_earlier_jobs
 
     wait_for_earlier_jobs(out, log)
-    return SlurmLauncher(settings)
+    return SlurmLauncher(settings, getattr(args, "progress_every", PROGRESS_EVERY))

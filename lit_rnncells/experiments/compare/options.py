@@ -63,6 +63,10 @@ class RunOptions:
     keep_epoch_checkpoints: bool = False
 
 
+PROGRESS_EVERY = 600.0
+"""Seconds between the lines saying where each running run stands (``--progress-every``; 0: none)."""
+
+
 @dataclass(frozen=True)
 class Launch:
     """Where the runs run and how many at once (Slurm: docs/compare.md, 'On a Slurm cluster').
@@ -74,11 +78,15 @@ class Launch:
             or its share of the CPU cores.
         dry_run: plan the runs and parse every grid point's arguments as a run would, print each run's command
             line, and stop: nothing runs and nothing is written (a check before spending a GPU's time).
+        progress_every: every this many seconds while runs go (default 600; 0: never), a line for each running
+            run saying where it stands: the last progress line of its ``log.txt``. Applies to the launcher built
+            from ``jobs``; a given ``launcher`` keeps its own.
     """
 
     launcher: Optional[Any] = None
     jobs: int = 1
     dry_run: bool = False
+    progress_every: float = PROGRESS_EVERY
 
 
 GROUPS: Dict[str, Type[Any]] = {"matching": Matching, "selection": Selection, "runs": RunOptions,

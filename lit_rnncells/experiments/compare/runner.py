@@ -31,9 +31,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Optional, Sequence
 
-from ...utils.progress import plural
+from ...utils.progress import last_progress_line, plural
 from ..report import RESULT_FILE, load_result
 from .folders import check_resumable, finished, prepare_folder, saved_budget
+from .options import PROGRESS_EVERY
 from .planning import CompareError, RunSpec
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -85,6 +86,32 @@ class Job:
                        "command goes on from its checkpoint)") if result.get("partial") else ""
             print(f"compare: {spec.run_id} done in {seconds:.0f} s: best {spec.monitor} "
                   f"{result[f'best {spec.monitor}']:.4g}{partial}", file=log, flush=True)
+
+
+class ProgressLines:
+    """Where the running runs stand, on the comparison's log every ``every`` seconds (0: never): a line for each,
+    the last progress line of its ``log.txt``, e.g. ``compare: [2/6] GRU-h4-s2: fit: epoch 3/5, batch 120/1568,
+    step 3256, train/loss_step 1.41 (1502 s)``. A launcher calls it as it polls its runs."""
+
+    def __init__(self, every: float = PROGRESS_EVERY) -> None:
+        if not every >= 0:
+            raise CompareError(f"--progress-every {every:g} is not a number of seconds; give e.g. --progress-every "
+                               "300, or 0 for no progress lines.")
+        self.every = float(every)
+        self.restart()
+
+    def restart(self) -> None:
+        """Count the next interval from now (a launcher's run starts)."""
+        self.last = time.monotonic()
+
+    def __call__(self, jobs: Sequence[Job], log: Any) -> None:
+        if not self.every or not jobs or time.monotonic() - self.last < self.every:
+            return
+        self.last = time.monotonic()
+        for job in jobs:
+            line = last_progress_line(Path(job.spec.folder) / "log.txt")
+            print(f"compare: [{job.index}/{job.total}] {job.spec.run_id}: {line or 'no progress line yet'}", file=log,
+                  flush=True)
 
 
 def child_env(env: Optional[Dict[str, str]] = None) -> Dict[str, str]:
@@ -213,13 +240,15 @@ class LocalLauncher(Launcher):
     :func:`visible_gpus`: one GPU per run while there are enough, round-robin after; ``devices=["0"]`` puts every
     run on GPU 0, sharing it) and ``OMP_NUM_THREADS`` = cores // ``jobs`` (unless this process's environment or
     ``env`` sets it). Jobs start in the plan's order; the results do not depend on which ends first. ``time_limit``:
-    the seconds of training each run may spend in this command (:func:`.child.run_child`), none by default."""
+    the seconds of training each run may spend in this command (:func:`.child.run_child`), none by default;
+    ``progress_every``: the seconds between the lines saying where the running runs stand (:class:`ProgressLines`)."""
 
     def __init__(self, jobs: int = 1, devices: Optional[Sequence[str]] = None, poll_seconds: float = 0.2,
-                 time_limit: Optional[float] = None) -> None:
+                 time_limit: Optional[float] = None, progress_every: float = PROGRESS_EVERY) -> None:
         if int(jobs) < 1:
             raise CompareError(f"--jobs {jobs} is not a positive number of runs at once; use e.g. --jobs 2.")
         self.jobs, self.poll_seconds, self.time_limit = int(jobs), poll_seconds, time_limit
+        self.progress = ProgressLines(progress_every)
         self.devices = list(devices) if devices is not None else (visible_gpus() if self.jobs > 1 else [])
 
     def slot_env(self, slot: int, env: Optional[Dict[str, str]]) -> Dict[str, str]:
@@ -239,6 +268,7 @@ class LocalLauncher(Launcher):
         procs: List[subprocess.Popen] = []  # every child started: SIGTERM goes to those still running
         results: Dict[str, Optional[Dict[str, Any]]] = {}
         stopped: List[tuple] = []  # (run id, exit status) of the runs a signal stopped
+        self.progress.restart()
         with forwarding_signals(procs) as received:
             while pending or running:
                 while pending and free and not received:
@@ -253,6 +283,7 @@ class LocalLauncher(Launcher):
                     else:
                         job.ended(results[job.spec.run_id], time.perf_counter() - start, log)
                     free.append(slot)
+                self.progress([job for job, _, _ in running.values()], log)
                 if received and not running:
                     break
                 if "SIGTERM" in received:  # a child started as the signal came

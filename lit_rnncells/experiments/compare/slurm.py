@@ -28,7 +28,8 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence
 
 from .folders import resume_checkpoint
 from .planning import CompareError, RunSpec
-from .runner import ROOT, Job, Launcher, child_env, read_result
+from .options import PROGRESS_EVERY
+from .runner import ROOT, Job, Launcher, ProgressLines, child_env, read_result
 from .slurm_settings import SlurmSettings, SlurmSettingsError, import_submitit
 
 submitit = import_submitit()
@@ -144,9 +145,10 @@ def _stoppable() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def wait_for(job_ids: Dict[str, str], out: Path, on_end: Any = None) -> None:
-    """Wait until none of ``job_ids`` (run id -> job id) is queued or running; ``on_end(run_id)`` as each ends.
-    Ctrl-C or SIGTERM stops the wait (not the jobs): :class:`Detached` says how to collect them later."""
+def wait_for(job_ids: Dict[str, str], out: Path, on_end: Any = None, on_poll: Any = None) -> None:
+    """Wait until none of ``job_ids`` (run id -> job id) is queued or running; ``on_end(run_id)`` as each ends,
+    ``on_poll(run_ids)`` with those still waiting at each poll. Ctrl-C or SIGTERM stops the wait (not the jobs):
+    :class:`Detached` says how to collect them later."""
     waiting = dict(job_ids)
     try:
         with _stoppable():
@@ -157,6 +159,8 @@ def wait_for(job_ids: Dict[str, str], out: Path, on_end: Any = None) -> None:
                     if on_end is not None:
                         on_end(run_id)
                 if waiting:
+                    if on_poll is not None:
+                        on_poll(list(waiting))
                     time.sleep(POLL_SECONDS)
     except KeyboardInterrupt:
         raise Detached(f"stopped waiting; {len(waiting)} run(s) go on as Slurm jobs ({', '.join(waiting.values())}, "
@@ -183,8 +187,9 @@ def wait_for_earlier_jobs(out: Path, log: Any = None) -> None:
 class SlurmLauncher(Launcher):
     """Each run one Slurm job (see the module's docstring)."""
 
-    def __init__(self, settings: SlurmSettings) -> None:
+    def __init__(self, settings: SlurmSettings, progress_every: float = PROGRESS_EVERY) -> None:
         self.settings = settings
+        self.progress = ProgressLines(progress_every)  # where each job's run stands (a queued one: no line yet)
         self.out = Path(".")  # the comparison's folder, the parent of its runs' folders (set by :meth:`run`)
 
     def executor(self) -> submitit.AutoExecutor:
@@ -240,5 +245,7 @@ class SlurmLauncher(Launcher):
                 print(f"compare: {run_id}: Slurm's log of job {job_id} is "
                       f"{self.out / SLURM_FOLDER / (job_id + '_0_log.err')}", file=log, flush=True)
 
-        wait_for(dict(zip(by_run, ids)), self.out, ended)
+        self.progress.restart()
+        wait_for(dict(zip(by_run, ids)), self.out, ended,
+                 lambda waiting: self.progress([by_run[run_id] for run_id in waiting], log))
         return results

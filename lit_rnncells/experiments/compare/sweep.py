@@ -134,7 +134,7 @@ def compare(config: str, cells: Sequence[CellSpec], seeds: Union[int, Sequence[i
     matching, selection, runs, launch = (groups[n] for n in ("matching", "selection", "runs", "launch"))
     check_input(config, out)
     cells = check_cells(cells)
-    launcher = launch.launcher or LocalLauncher(launch.jobs)
+    launcher = launch.launcher or LocalLauncher(launch.jobs, progress_every=launch.progress_every)
     budget = budget if isinstance(budget, Budget) else Budget.parse(budget)
     grid = parse_vary(vary)
     check_match_params(matching.match_params, matching.hidden_size, grid)
