@@ -213,9 +213,9 @@ def test_semeval_bad_input_errors(tmp_path):
         sentence_xml("42", "Meh food.", [("food", "mixed", 4, 8)])])
     with pytest.raises(ValueError, match=r"Unknown polarity 'mixed' in .*Restaurants_Train_v2\.xml, sentence id 42"):
         AspectSentimentDataModule(data_dir=str(unknown), **tiny())
-    with pytest.raises(FileNotFoundError, match=r"SemEval-2014 folder .*nowhere' does not exist; .*Restaurants_Test"):
+    with pytest.raises(FileNotFoundError, match=r"SemEval-2014 restaurants folder .*nowhere' does not exist; .*official XML files .*Restaurants_Test"):
         AspectSentimentDataModule(data_dir=str(tmp_path / "nowhere"), **tiny())
-    with pytest.raises(NotADirectoryError, match=r"is a file; it must be the folder holding"):
+    with pytest.raises(NotADirectoryError, match=r"is a file; for SemEval-2014 restaurants it must be the folder holding"):
         AspectSentimentDataModule(data_dir=str(bad / "Restaurants_Test_Gold.xml"), **tiny())
     with pytest.raises(FileNotFoundError, match=r"Missing SemEval-2014 laptops file .*Laptop_Train_v2\.xml"):
         AspectSentimentDataModule(domain="laptops", data_dir=str(bad), **tiny())
@@ -285,7 +285,7 @@ def test_sst_binary_phrases_for_training_whole_sentences_for_evaluation(tmp_path
 def test_sst_missing_file_and_file_as_data_dir(tmp_path):
     folder = sst_folder(tmp_path / "sst")
     (folder / "test.txt").unlink()
-    with pytest.raises(FileNotFoundError, match=r"Missing SST file .*test\.txt'; data_dir must hold"):
+    with pytest.raises(FileNotFoundError, match=r"Missing SST file .*test\.txt'; data_dir must hold the official tree files"):
         DocumentSentimentDataModule(dataset="sst", data_dir=str(folder), **tiny())
     with pytest.raises(NotADirectoryError, match=r"train\.txt' is a file; for SST it must be the folder"):
         DocumentSentimentDataModule(dataset="sst", data_dir=str(folder / "train.txt"), **tiny())

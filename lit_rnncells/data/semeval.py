@@ -20,6 +20,7 @@ from typing import Any, Dict, List, Mapping, Sequence, Tuple
 
 from . import hub
 from .known import KNOWN
+from .text import split_files
 
 POLARITIES = ("negative", "neutral", "positive", "conflict")
 HUB_ID = KNOWN["semeval14"].hub_id  # configs "restaurants" / "laptops"; splits train, test
@@ -126,20 +127,7 @@ def read_hub(hub_id: str, domain: str) -> Dict[str, List[Sentence]]:
 
 def local_paths(folder: Path, domain: str) -> Dict[str, Path]:
     """The train/test XML files of ``domain`` in ``folder``; one clear error if one is missing."""
-    names = local_files(domain)
-    if folder.is_file():
-        raise NotADirectoryError(f"data_dir {str(folder)!r} is a file; it must be the folder holding "
-                                 f"{sorted(names.values())}.")
-    if not folder.is_dir():
-        raise FileNotFoundError(f"SemEval-2014 folder {str(folder)!r} does not exist"
-                                f"{hub.owner_hint(str(folder))}; set data.init_args.data_dir to the folder holding "
-                                f"{sorted(names.values())}.")
-    paths = {split: folder / name for split, name in names.items()}
-    for path in paths.values():
-        if not path.is_file():
-            raise FileNotFoundError(f"Missing SemEval-2014 {domain} file {str(path)!r}; data_dir must hold the "
-                                    f"official XML files {sorted(names.values())}.")
-    return paths
+    return split_files(folder, local_files(domain), f"SemEval-2014 {domain}", "official XML files")
 
 
 def read_local(folder: Path, domain: str) -> Dict[str, List[Sentence]]:

@@ -15,6 +15,7 @@ from typing import Dict, List, Tuple
 
 from . import hub
 from .known import KNOWN
+from .text import split_files
 
 HUB_ID = KNOWN["sst"].hub_id
 FINE_LABELS = ("very negative", "negative", "neutral", "positive", "very positive")
@@ -121,20 +122,7 @@ def local_files() -> Dict[str, str]:
 
 def local_paths(folder: Path) -> Dict[str, Path]:
     """The three tree files in ``folder``; one clear error if one is missing."""
-    names = local_files()
-    if folder.is_file():
-        raise NotADirectoryError(f"data_dir {str(folder)!r} is a file; for SST it must be the folder holding "
-                                 f"{sorted(names.values())}.")
-    if not folder.is_dir():
-        raise FileNotFoundError(f"SST folder {str(folder)!r} does not exist"
-                                f"{hub.owner_hint(str(folder))}; set data.init_args.data_dir to the folder holding "
-                                f"{sorted(names.values())} (the official trees/).")
-    paths = {split: folder / name for split, name in names.items()}
-    for path in paths.values():
-        if not path.is_file():
-            raise FileNotFoundError(f"Missing SST file {str(path)!r}; data_dir must hold the official tree files "
-                                    f"{sorted(names.values())}.")
-    return paths
+    return split_files(folder, local_files(), "SST", "official tree files (trees/)")
 
 
 def read_local(folder: Path) -> Dict[str, List[List[Phrase]]]:

@@ -22,6 +22,7 @@ import torch
 from torch import Tensor
 
 from ..utils.paths import check_output_folder
+from . import hub
 
 UNK = "<unk>"
 EOS = "<eos>"  # line end of word-level corpora; character corpora keep "\n" as a symbol
@@ -201,6 +202,25 @@ def local_or_hub(folder: Optional[str], hub_id: Optional[str]) -> Optional[str]:
     if root and folder is not None:
         return str(Path(root).expanduser() / folder)
     return hub_id
+
+
+def split_files(folder: Path, names: Mapping[str, str], corpus: str, files: str) -> Dict[str, Path]:
+    """``{split: folder / name}`` for a corpus distributed as one file per split (``names``: split to file
+    name), each file checked to exist; one clear error naming ``corpus`` and the ``files`` it needs (e.g.
+    ``"official XML files"``) where ``folder`` is a file, is missing, or lacks one of them."""
+    expected = sorted(names.values())
+    if folder.is_file():
+        raise NotADirectoryError(f"data_dir {str(folder)!r} is a file; for {corpus} it must be the folder holding "
+                                 f"the {files} {expected}.")
+    if not folder.is_dir():
+        raise FileNotFoundError(f"{corpus} folder {str(folder)!r} does not exist{hub.owner_hint(str(folder))}; set "
+                                f"data.init_args.data_dir to the folder holding the {files} {expected}.")
+    paths = {split: folder / name for split, name in names.items()}
+    for path in paths.values():
+        if not path.is_file():
+            raise FileNotFoundError(f"Missing {corpus} file {str(path)!r}; data_dir must hold the {files} "
+                                    f"{expected}.")
+    return paths
 
 
 def is_hub_id(data_dir: str) -> bool:
