@@ -765,6 +765,47 @@ def test_compare_a_misspelt_cell_option(workdir, capsys):
                                                         "cmp"], "SatMZU has no option 'zonez'. Did you mean 'zones'?")
 
 
+@pytest.mark.parametrize("cells, fragments", [
+    (["GRU", "SatMZU(zones=0)"], ["The cell of run SatMZU-zones=0-s1 is refused at hidden size 8: zones must be a "
+                                  "positive integer, got 0"]),
+    (["MultiChannel(cell=GRU,block_size=0)"], ["refused at hidden size 8: block_size must be a positive integer"]),
+], ids=["zones=0", "block_size=0"])
+def test_compare_a_cell_option_value_the_cell_refuses(workdir, capsys, cells, fragments):
+    """The option exists but its value is refused when the cell is built: one line before any run starts (the
+    runs used to start, each fail with the message deep in its log, and compare said to rerun them)."""
+    from lit_rnncells.experiments.compare import main as compare_main
+    other_command_error(capsys, workdir, compare_main, ["--config", LOGIC, "--cells", *cells, "--seed-list", "1",
+                                                        "--out", "cmp"], *fragments)
+
+
+def test_compare_a_cell_the_hidden_size_does_not_suit(workdir, capsys):
+    """Zones must divide the hidden size: checked at each run's own hidden size (the config's 8; --hidden-size 9)."""
+    from lit_rnncells.experiments.compare import main as compare_main
+    args = ["--config", LOGIC, "--cells", "SatMZU(zones=3)", "--seed-list", "1", "--out", "cmp", "--dry-run"]
+    other_command_error(capsys, workdir, compare_main, args,
+                        "refused at hidden size 8: hidden_size=8 is not divisible by zones=3")
+    assert compare_main(args + ["--hidden-size", "9"]) == 0
+    assert "dry run: 1 run planned and their" in capsys.readouterr().err
+
+
+def test_compare_leaves_a_config_it_cannot_build_here_to_its_runs(workdir, capsys):
+    """The cells are checked by building the config's model; where that fails here (the data only where the runs
+    go, a cluster's nodes say) the plan stands and the runs report it."""
+    from lit_rnncells.experiments.compare import main as compare_main
+    args = ["--config", LM, "--cells", "GRU", "SatMZU(zones=0)", "--seed-list", "1", "--out", "cmp", "--dry-run",
+            "--", "--data.init_args.data_dir", str(workdir / "elsewhere")]
+    assert compare_main(args) == 0
+    assert "dry run: 2 runs planned" in capsys.readouterr().err
+
+
+def test_compare_match_params_with_a_cell_that_refuses_every_size(workdir, capsys):
+    from lit_rnncells.experiments.compare import main as compare_main
+    other_command_error(capsys, workdir, compare_main, ["--config", LOGIC, "--cells", "GRU", "SatMZU(zones=0)",
+                                                        "--match-params", "GRU@8", "--out", "cmp"],
+                        "SatMZU accepts none of the hidden sizes 1..256; check its options (at 256: zones must be a "
+                        "positive integer, got 0")
+
+
 def test_compare_over_an_unfinished_run_started_with_other_settings(workdir, capsys):
     """A rerun resumes unfinished runs from their checkpoints; one that was started with other settings (here
     a shorter budget; a longer one goes on from the checkpoint) is refused, and its checkpoint kept (issue 19,

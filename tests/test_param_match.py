@@ -64,6 +64,28 @@ def test_refused_sizes_are_skipped():
     assert match.hidden_size == 32 and match.params == 10240  # |10240 - 9610| < |7840 - 9610|
 
 
+def test_a_cell_that_refuses_every_size_says_why_at_the_last_size_tried():
+    tried = []
+    def why(h: int) -> str:
+        tried.append(h)
+        return "zones must be a positive integer, got 0; set it to 1 or more."
+    said = (r"^Zoned accepts none of the hidden sizes 1\.\.256; check its options \(at 256: zones must be a "
+            r"positive integer, got 0; set it to 1 or more\)\.$")
+    with pytest.raises(ValueError, match=said):
+        match_hidden_size(lambda h: None, 100, "Zoned", why=why)
+    assert tried == [256]
+    with pytest.raises(ValueError, match=r"check its options\.$"):  # no reason given: the sentence as before
+        match_hidden_size(lambda h: None, 100, "Zoned")
+
+
+def test_the_counter_gives_the_cells_own_reason_for_a_refused_size(counter):
+    zoned = {"class_path": "SatMZU", "init_args": {"zones": 3}}
+    assert counter.count(zoned, 8) is None
+    assert counter.refusal(zoned, 8) == ("hidden_size=8 is not divisible by zones=3; pick a number of zones that "
+                                         "divides hidden_size (e.g. 2).")
+    assert counter.count(zoned, 9) is not None and counter.refusal(zoned, 9) is None
+
+
 @pytest.mark.parametrize("model", [
     LogicEvaluator(vocab_size=13, hidden_size=8),
     LanguageModel(vocab_size=50, embedding_size=16, hidden_size=16),

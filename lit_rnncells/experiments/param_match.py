@@ -107,6 +107,7 @@ class ParamCounter:
                 sys.argv = argv
         self.model = model
         self._cache: Dict[Tuple[str, int], Optional[int]] = {}
+        self._refusals: Dict[Tuple[str, int], str] = {}
 
     def cell_spec(self, cell: CellSpec) -> Any:
         """``cell`` as the model's ``cell`` hyperparameter: the config's own spec when it names the same class."""
@@ -127,7 +128,14 @@ class ParamCounter:
                 if "has no parameter" in str(error):
                     raise
                 self._cache[key] = None
+                self._refusals[key] = str(error)
         return self._cache[key]
+
+    def refusal(self, cell: CellSpec, hidden_size: int) -> Optional[str]:
+        """Why the model refuses ``cell`` at ``hidden_size`` (the constructor's message, e.g. ``zones must be a
+        positive integer, got 0; ...``); ``None`` when it builds."""
+        self.count(cell, hidden_size)
+        return self._refusals.get((repr(cell), int(hidden_size)))
 
     def target(self, spec: Union[int, str]) -> int:
         """A target count: a number (``"120000"``, ``"1.2e5"``) or a reference ``"CELL@HIDDEN"`` (``"GRU@256"``)."""
@@ -157,7 +165,8 @@ class ParamCounter:
 
     def match(self, cell: CellSpec, target: int) -> Match:
         """The hidden size whose parameter count is nearest to ``target`` (ties: the smaller size)."""
-        return match_hidden_size(lambda h: self.count(cell, h), target, cell_name(cell))
+        return match_hidden_size(lambda h: self.count(cell, h), target, cell_name(cell),
+                                 why=lambda h: self.refusal(cell, h))
 
 
 def _valid_at_or_above(count: Callable[[int], Optional[int]], h: int) -> Optional[Tuple[int, int]]:
@@ -178,12 +187,16 @@ def _valid_below(count: Callable[[int], Optional[int]], h: int) -> Optional[Tupl
     return None
 
 
-def match_hidden_size(count: Callable[[int], Optional[int]], target: int, name: str = "cell") -> Match:
+def match_hidden_size(count: Callable[[int], Optional[int]], target: int, name: str = "cell",
+                      why: Optional[Callable[[int], Optional[str]]] = None) -> Match:
     """Bisection over integer hidden sizes for the count nearest ``target``; ``count(h)`` is ``None`` for a
-    size the cell refuses and non-decreasing over the sizes it accepts."""
+    size the cell refuses and non-decreasing over the sizes it accepts. ``why(h)``, when given, says why a size
+    was refused; a cell that refuses every size it is tried at is one error ending with the last size's reason."""
     first = _valid_at_or_above(count, 1)
     if first is None:
-        raise ValueError(f"{name} accepts none of the hidden sizes 1..{SKIP_LIMIT}; check its options.")
+        reason = why(SKIP_LIMIT) if why is not None else None
+        raise ValueError(f"{name} accepts none of the hidden sizes 1..{SKIP_LIMIT}; check its options"
+                         + (f" (at {SKIP_LIMIT}: {reason.rstrip('.')})." if reason else "."))
     if first[1] >= target:
         return Match(name, first[0], first[1], target)
     lo, hi = first[0], max(2, 2 * first[0])  # invariant: count at next_valid(lo) < target

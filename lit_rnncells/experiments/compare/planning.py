@@ -177,9 +177,21 @@ class RunSpec:
         return args + list(self.extra)
 
 
-def match_point(config: str, cells: Sequence[Any], point: Dict[str, str], match_params: str,
-                extra: Sequence[str], log: Any) -> Dict[str, Match]:
-    """The hidden size of each cell whose parameters come nearest ``match_params`` at one grid point, by label."""
+Counters = Dict[str, ParamCounter]
+"""The model of each grid point, built once per comparison (:func:`point_counter`), by :func:`point_key`."""
+
+
+def point_key(point: Dict[str, str]) -> str:
+    return json.dumps(point, sort_keys=True)
+
+
+def point_counter(config: str, point: Dict[str, str], extra: Sequence[str],
+                  counters: Optional[Counters] = None) -> ParamCounter:
+    """The config's model at one grid point, built through the CLI (``counters`` keeps it for the next caller);
+    a user mistake in the config or its arguments is one sentence."""
+    key = point_key(point)
+    if counters is not None and key in counters:
+        return counters[key]
     point_args = [a for k, v in point.items() for a in (f"--{k}", v)] + list(extra)
     try:
         counter = ParamCounter(config, point_args + ["--trainer.logger", "false"])
@@ -189,6 +201,15 @@ def match_point(config: str, cells: Sequence[Any], point: Dict[str, str], match_
             raise
         raise CompareError(f"The config with {' '.join(point_args) or 'no extra arguments'} is refused: "
                            f"{message}") from None
+    if counters is not None:
+        counters[key] = counter
+    return counter
+
+
+def match_point(config: str, cells: Sequence[Any], point: Dict[str, str], match_params: str,
+                extra: Sequence[str], log: Any, counters: Optional[Counters] = None) -> Dict[str, Match]:
+    """The hidden size of each cell whose parameters come nearest ``match_params`` at one grid point, by label."""
+    counter = point_counter(config, point, extra, counters)
     target = counter.target(match_params)
     matches = {cell_label(cell): counter.match(cell, target) for cell in cells}
     check_within_reach(counter, cells, matches, match_params)
@@ -224,15 +245,17 @@ def check_within_reach(counter: ParamCounter, cells: Sequence[Any], matches: Dic
 def plan(config: str, cells: Sequence[Any], seeds: Sequence[int], budget: Budget, out: Path,
          grid: List[Tuple[str, List[str]]], hidden_size: Optional[int], match_params: Optional[str],
          monitor: str, mode: str, extra: Sequence[str], test_every_epoch: bool, no_wandb: bool,
-         log: Any = None, *, keep_epoch_checkpoints: bool = False) -> List[RunSpec]:
+         log: Any = None, *, keep_epoch_checkpoints: bool = False,
+         counters: Optional[Counters] = None) -> List[RunSpec]:
     """Every grid point x cell x seed as a :class:`RunSpec`, hidden sizes matched per grid point (reported on
-    ``log``, default the current ``sys.stderr``)."""
+    ``log``, default the current ``sys.stderr``; the models built to match them kept in ``counters``)."""
     log = sys.stderr if log is None else log
     specs: List[RunSpec] = []
     keys = [k for k, _ in grid]
     for values in product(*[v for _, v in grid]):
         point = dict(zip(keys, values))
-        matches = {} if match_params is None else match_point(config, cells, point, match_params, extra, log)
+        matches = {} if match_params is None else match_point(config, cells, point, match_params, extra, log,
+                                                              counters)
         for cell in cells:
             label = cell_label(cell)
             match = matches.get(label)
@@ -286,3 +309,31 @@ def check_arguments(specs: Sequence[RunSpec]) -> None:
             raise CompareError(f"The arguments of run {spec.run_id} are refused: {message}") from None
         finally:
             sys.argv = argv
+
+
+def check_models(specs: Sequence[RunSpec], counters: Optional[Counters] = None) -> None:
+    """Build each grid point's model once (or take it from ``counters``) and rebuild it, on the meta device, with
+    every cell and hidden size its runs use, so a value a cell refuses (``SatMZU(zones=0)``, zones that do not
+    divide the hidden size) is one sentence before any run starts, not a failure per run. A config that cannot
+    be built here (its data only on the machines that run it, say) is left to the runs, which report it."""
+    counters = {} if counters is None else counters
+    checked = set()
+    for spec in specs:
+        if spec.cell is None and spec.hidden_size is None:
+            continue  # the config's own model: its build is the run's
+        try:
+            counter = point_counter(spec.config, spec.grid, spec.extra, counters)
+        except Exception:  # noqa: BLE001 - not buildable here: the runs say why, each in its log
+            return
+        cell = spec.cell if spec.cell is not None else counter.model.hparams.get("cell")
+        hidden = spec.hidden_size if spec.hidden_size is not None else counter.model.hparams.get("hidden_size")
+        key = (point_key(spec.grid), json.dumps(cell, sort_keys=True, default=str), hidden)
+        if cell is None or hidden is None or key in checked:
+            continue
+        checked.add(key)
+        try:
+            reason = counter.refusal(cell, int(hidden))
+        except ValueError:  # a task without a cell or hidden size to change: nothing to check
+            continue
+        if reason is not None:
+            raise CompareError(f"The cell of run {spec.run_id} is refused at hidden size {hidden}: {reason}")

@@ -11,11 +11,12 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ...utils.arguments import apply_deprecated_names, option_group
 from ...utils.paths import check_output_folder
+from ...utils.progress import plural
 from ..report import (curve_groups, distinct_labels, log_to_wandb, plot_validation_curves, row_of, summary_markdown,
                       write_csv)
 from ..param_match import cell_name
-from .planning import (Budget, CompareError, RunSpec, check_arguments, check_cell, default_monitor, label_parts,
-                       mode_of, parse_vary, plan)
+from .planning import (Budget, CompareError, Counters, RunSpec, check_arguments, check_cell, check_models,
+                       default_monitor, label_parts, mode_of, parse_vary, plan)
 from .options import DEPRECATED_NAMES, GROUPS, Launch, Matching, RunOptions, Selection
 from .folders import Resume, check_resumable, finished, saved_budget
 from .runner import LocalLauncher, run_specs
@@ -145,10 +146,12 @@ def compare(config: str, cells: Sequence[CellSpec], seeds: Union[int, Sequence[i
     monitor, mode = monitor_and_mode(config, selection)
     out = Path(out)
     match_params = None if matching.match_params is None else str(matching.match_params)
+    counters: Counters = {}
     specs = plan(config, cells, seed_list, budget, out, grid, matching.hidden_size, match_params, monitor, mode,
                  runs.extra, runs.test_every_epoch, runs.no_wandb, log,
-                 keep_epoch_checkpoints=runs.keep_epoch_checkpoints)
+                 keep_epoch_checkpoints=runs.keep_epoch_checkpoints, counters=counters)
     check_arguments(specs)
+    check_models(specs, counters)
     if launch.dry_run:
         say_plan(specs, check_resumable(specs), log)
         return []
@@ -179,7 +182,7 @@ def say_plan(specs: Sequence[RunSpec], resumes: Mapping[str, Resume], log: Any) 
             if finished(folder) else f" (resumes from {resume[0]})")
         print(f"compare: [{i}/{len(specs)}] {spec.run_id}{status}: python -m lit_rnncells fit "
               f"{' '.join(shlex.quote(a) for a in spec.cli_args())}", file=log, flush=True)
-    planned = f"{len(specs)} runs planned" + (f" ({kept} finished earlier and kept)" if kept else "")
+    planned = f"{plural(len(specs), 'run')} planned" + (f" ({kept} finished earlier and kept)" if kept else "")
     print(f"compare: dry run: {planned} and their arguments parsed; nothing was run or written.", file=log,
           flush=True)
 
