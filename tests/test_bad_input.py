@@ -788,6 +788,15 @@ def test_compare_a_cell_the_hidden_size_does_not_suit(workdir, capsys):
     assert "dry run: 1 run planned and their" in capsys.readouterr().err
 
 
+def test_compare_a_grid_point_whose_value_the_model_refuses(workdir, capsys):
+    """The config builds, one --vary value does not: refused before any run, naming the value."""
+    from lit_rnncells.experiments.compare import main as compare_main
+    other_command_error(capsys, workdir, compare_main, ["--config", LOGIC, "--cells", "GRU", "--seed-list", "1",
+                                                        "--vary", "model.init_args.hidden_size=8,0", "--out", "cmp"],
+                        "The config with --model.init_args.hidden_size 0 is refused: hidden_size must be a positive "
+                        "integer, got 0")
+
+
 def test_compare_leaves_a_config_it_cannot_build_here_to_its_runs(workdir, capsys):
     """The cells are checked by building the config's model; where that fails here (the data only where the runs
     go, a cluster's nodes say) the plan stands and the runs report it."""

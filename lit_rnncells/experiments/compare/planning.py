@@ -315,15 +315,18 @@ def check_models(specs: Sequence[RunSpec], counters: Optional[Counters] = None) 
     """Build each grid point's model once (or take it from ``counters``) and rebuild it, on the meta device, with
     every cell and hidden size its runs use, so a value a cell refuses (``SatMZU(zones=0)``, zones that do not
     divide the hidden size) is one sentence before any run starts, not a failure per run. A config that cannot
-    be built here (its data only on the machines that run it, say) is left to the runs, which report it."""
+    be built here (its data only on the machines that run it, say) is left to the runs, which report it; one
+    that builds here but not at a ``--vary`` grid point (``model.init_args.hidden_size=0``) is refused."""
     counters = {} if counters is None else counters
     checked = set()
     for spec in specs:
-        if spec.cell is None and spec.hidden_size is None:
+        if spec.cell is None and spec.hidden_size is None and not spec.grid:
             continue  # the config's own model: its build is the run's
         try:
             counter = point_counter(spec.config, spec.grid, spec.extra, counters)
-        except Exception:  # noqa: BLE001 - not buildable here: the runs say why, each in its log
+        except Exception as error:  # noqa: BLE001 - not buildable here: the runs say why, each in its log
+            if isinstance(error, CompareError) and spec.grid and buildable(spec.config, spec.extra, counters):
+                raise  # the grid point's own values are refused
             return
         cell = spec.cell if spec.cell is not None else counter.model.hparams.get("cell")
         hidden = spec.hidden_size if spec.hidden_size is not None else counter.model.hparams.get("hidden_size")
@@ -337,3 +340,12 @@ def check_models(specs: Sequence[RunSpec], counters: Optional[Counters] = None) 
             continue
         if reason is not None:
             raise CompareError(f"The cell of run {spec.run_id} is refused at hidden size {hidden}: {reason}")
+
+
+def buildable(config: str, extra: Sequence[str], counters: Counters) -> bool:
+    """Whether the config's model builds here with ``extra`` alone (no grid point's values)."""
+    try:
+        point_counter(config, {}, extra, counters)
+    except Exception:  # noqa: BLE001 - any failure: not buildable here
+        return False
+    return True
