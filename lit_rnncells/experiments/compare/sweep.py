@@ -152,6 +152,7 @@ def compare(config: str, cells: Sequence[CellSpec], seeds: Union[int, Sequence[i
                  keep_epoch_checkpoints=runs.keep_epoch_checkpoints, counters=counters)
     check_arguments(specs)
     check_models(specs, counters)
+    counters.clear()  # the models built to check the plan: not held while the runs train
     if launch.dry_run:
         say_plan(specs, check_resumable(specs), log)
         return []
