@@ -106,6 +106,19 @@ def test_usage_mistakes_exit_2(toy, capsys, monkeypatch):
     assert run(capsys, "frobnicate")[0] == 2
 
 
+def test_a_datamodules_dataset_name_stands_for_its_release_and_a_typo_gets_a_suggestion(capsys, monkeypatch,
+                                                                                       tmp_path):
+    """The configs say ``dataset: ptb_char``; prepare and check take it for the ptb release it is read from."""
+    from lit_rnncells.data.known import dataset
+
+    assert dataset("ptb_char").name == dataset("ptb_word").name == "ptb"
+    monkeypatch.setenv("LIT_RNNCELLS_DATA", str(tmp_path))
+    code, out = run(capsys, "check", "ptb_char")
+    assert code == 1 and f"the folder {tmp_path / 'ptb'} does not exist" in out  # checked as ptb, in ptb/
+    code, out = run(capsys, "check", "ptb_wrd")
+    assert code == 2 and "error: Unknown dataset 'ptb_wrd' (did you mean 'ptb_word'?); choose one of" in out
+
+
 def test_the_default_destination_is_the_data_root(toy, capsys, monkeypatch):
     monkeypatch.setenv("LIT_RNNCELLS_DATA", str(toy.parent))
     assert run(capsys, "check", "toy")[0] == 0

@@ -94,7 +94,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         if args.command == "list":
             return _list()
-        dataset(args.name)
+        args.name = dataset(args.name).name  # a DataModule's name (ptb_char) stands for its release (ptb)
         if args.command == "check":
             return _check(args.name, args.dest)
         return _prepare(args.name, args.dest, args.mirror, args.source, args.force)

@@ -10,6 +10,8 @@ code is tested against a local HTTP server.
 """
 from __future__ import annotations
 
+import difflib
+
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
@@ -286,10 +288,15 @@ def checkable(name: str) -> bool:
 
 
 def dataset(name: str) -> Dataset:
-    """The known dataset ``name``; one clear error listing the known names otherwise."""
+    """The known dataset ``name``, or the release a DataModule's dataset name reads (``ptb_char``: ``ptb``, whose
+    word and character files come in one archive); one clear error listing the known names otherwise."""
     if not checkable(name):
-        raise ValueError(f"Unknown dataset {name!r}; choose one of {sorted(n for n in KNOWN if checkable(n))} "
-                         "(python -m lit_rnncells.data list).")
+        name = next((r.name for r in KNOWN.values() if name in r.variants and checkable(r.name)), name)
+    if not checkable(name):
+        names = sorted(n for n in KNOWN if checkable(n))
+        close = difflib.get_close_matches(name, names + [v for n in names for v in KNOWN[n].variants], n=1)
+        raise ValueError(f"Unknown dataset {name!r}{f' (did you mean {close[0]!r}?)' if close else ''}; choose one of "
+                         f"{names} (python -m lit_rnncells.data list).")
     return KNOWN[name]
 
 
