@@ -209,9 +209,13 @@ def test_the_paper_scale_experiments_hold_the_papers_sizes():
     (["mzu", "--scale", "paper", "--experiments", "absa_restaurants"], "Unknown experiment(s) absa_restaurants"),
     (["mzu", "--scale", "paper", "--jobs", "0"], "--jobs 0 is not a positive number"),
     (["mzu", "--scale", "paper", "--read-only"], "drop --read-only"),
+    (["mzu", "--scale", "paper", "--total-minutes", "-3"], "--total-minutes -3 is not a positive number of minutes"),
+    (["mzu", "--scale", "paper", "--total-minutes", "0"], "--total-minutes 0 is not a positive number of minutes"),
 ])
-def test_paper_scale_mistakes_are_one_line(argv, expected, capsys, tmp_path):
-    assert reproduce.main(argv + ["--out", str(tmp_path / "runs")]) == 2
+@pytest.mark.parametrize("dry_run", [[], ["--dry-run"]], ids=["run", "dry run"])
+def test_paper_scale_mistakes_are_one_line(argv, expected, dry_run, capsys, tmp_path):
+    """The same line with --dry-run: a dry run refuses what the command would (it used to plan them)."""
+    assert reproduce.main(argv + dry_run + ["--out", str(tmp_path / "runs")]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: ") and expected in err and len(err.splitlines()) == 1
     assert not (tmp_path / "runs" / "results").exists()

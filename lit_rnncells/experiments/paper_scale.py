@@ -128,6 +128,8 @@ def time_limit_seconds(time_budget: Optional[float], total_minutes: Optional[flo
         return time_budget * 60.0
     if total_minutes is None:
         return None
+    if total_minutes <= 0:
+        raise CompareError(f"--total-minutes {total_minutes:g} is not a positive number of minutes; use e.g. 8.")
     seconds = total_minutes * 60.0
     reserve = startup_allowance + TEST_SHARE * seconds
     if seconds <= reserve:

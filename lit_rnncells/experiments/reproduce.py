@@ -449,13 +449,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         if args.seeds is not None and args.seeds < 1:
             raise CompareError(f"--seeds {args.seeds}: give 1 or more seeds.")
+        paper = args.scale == "paper" or any(v is not None for v in (args.time_budget, args.total_minutes,
+                                                                      args.startup_allowance))
+        if paper and args.launcher == "slurm":
+            raise CompareError("--scale paper runs every run at once on this machine's GPU; on a Slurm cluster "
+                               "drop --launcher slurm and submit the command as one job, or drop --scale paper.")
+        if paper:
+            paper_scale.check_options(args)  # a dry run refuses what the command would
         if args.dry_run:
             return dry_run(args.paper, Path(args.out), args.experiments, args.scale, seeds=args.seeds)
-        if args.scale == "paper" or any(v is not None for v in (args.time_budget, args.total_minutes,
-                                                                  args.startup_allowance)):
-            if args.launcher == "slurm":
-                raise CompareError("--scale paper runs every run at once on this machine's GPU; on a Slurm cluster "
-                                   "drop --launcher slurm and submit the command as one job, or drop --scale paper.")
+        if paper:
             return run_paper_scale(args)
         jobs = 1 if args.jobs is None else args.jobs
         launcher = slurm_launcher(args, Path(args.out)) if args.launcher == "slurm" else LocalLauncher(jobs)
