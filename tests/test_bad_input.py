@@ -769,7 +769,9 @@ def test_compare_a_misspelt_cell_option(workdir, capsys):
     (["GRU", "SatMZU(zones=0)"], ["The cell of run SatMZU-zones=0-s1 is refused at hidden size 8: zones must be a "
                                   "positive integer, got 0"]),
     (["MultiChannel(cell=GRU,block_size=0)"], ["refused at hidden size 8: block_size must be a positive integer"]),
-], ids=["zones=0", "block_size=0"])
+    (["GRU", "CARU(content_weight_bias=abc)"], ["The arguments of run CARU-content_weight_bias=abc-s1 are refused",
+                                                "expects float"]),  # a type the parser refuses, in the 2nd cell
+], ids=["zones=0", "block_size=0", "a float option given text"])
 def test_compare_a_cell_option_value_the_cell_refuses(workdir, capsys, cells, fragments):
     """The option exists but its value is refused when the cell is built: one line before any run starts (the
     runs used to start, each fail with the message deep in its log, and compare said to rerun them)."""
