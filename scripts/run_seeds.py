@@ -26,7 +26,7 @@ from typing import Any, Dict, List, Optional, Sequence
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from lit_rnncells.experiments.compare import CompareError, RunSpec, run_specs  # noqa: E402
+from lit_rnncells.experiments.compare import CompareError, RunSpec, check_arguments, run_specs  # noqa: E402
 
 
 def record(result: Dict[str, Any]) -> Dict[str, Any]:
@@ -72,12 +72,14 @@ def summary_table(runs: List[Dict[str, Any]], names: Optional[Dict[str, str]] = 
 
 def run_all(configs: Sequence[str], seeds: Sequence[int], monitor: str, mode: str, out: Path,
             extra: Sequence[str], env: Optional[Dict[str, str]] = None) -> List[Dict[str, Any]]:
-    """Every config x seed through the runner (``<out>/<config stem>/seed_<n>``); stops at a failed run."""
+    """Every config x seed through the runner (``<out>/<config stem>/seed_<n>``), each config's arguments parsed
+    first (a wrong one is one error line before any run); stops at a failed run."""
     specs = [RunSpec(run_id=f"{Path(c).stem}/seed_{s}", folder=str(out / Path(c).stem / f"seed_{s}"), config=c,
                      cell=None, seed=s, grid={}, hidden_size=None, budget=None, monitor=monitor, mode=mode,
                      extra=list(extra)) for c in configs for s in seeds]
     failed: List[str] = []
     try:
+        check_arguments(specs)
         results = run_specs(specs, env, failed=failed)
     except CompareError as error:  # a folder in use, or an unfinished run started with other settings
         print(f"error: {error}", file=sys.stderr)

@@ -196,6 +196,24 @@ def test_run_seeds_tiny_budget_prints_mean_and_std(tmp_path, absa_config, monkey
     assert len(list((tmp_path / "runs" / "absa").glob("seed_*/best/best.ckpt"))) == 2
 
 
+def test_run_seeds_refuses_an_argument_of_the_second_config_before_any_run(tmp_path, absa_config, monkeypatch,
+                                                                             capsys):
+    """bench_absa passes its unknown options on to the fits: a wrong one used to fail every seed of every config,
+    one fresh process each. Each config's arguments are parsed first (the second config's DataModule has no
+    option domain)."""
+    monkeypatch.chdir(tmp_path)
+    other = tmp_path / "logic.yaml"
+    other.write_text((ROOT / "configs" / "logic" / "gru.yaml").read_text())
+    with pytest.raises(SystemExit) as stop:
+        script("run_seeds", monkeypatch).main(["--config", str(absa_config), "--config", str(other), "--seed-list",
+                                               "1", "2", "--out", str(tmp_path / "runs"), "--",
+                                               "--data.init_args.domain", "restaurants"])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: The arguments of run logic/seed_1 are refused") and len(err.splitlines()) == 1
+    assert not (tmp_path / "runs").exists()
+
+
 @pytest.mark.slow
 def test_ddp_two_cpu_processes_with_bf16(tmp_path, absa_config):
     result = run_cli(tmp_path, "fit", "--config", str(absa_config), "--trainer.devices", "2",

@@ -286,14 +286,14 @@ def check_distinct(specs: Sequence[RunSpec]) -> None:
 
 
 def check_arguments(specs: Sequence[RunSpec]) -> None:
-    """Parse (without building anything) the CLI arguments of the first run of each grid point and cell, so a wrong
-    ``--vary`` key, argument after ``--`` or cell option type is one sentence before any run starts, not a failure
-    per run."""
+    """Parse (without building anything) the CLI arguments of the first run of each config, grid point and cell, so
+    a wrong ``--vary`` key, argument after ``--`` or cell option type is one sentence before any run starts, not a
+    failure per run."""
     from ...cli import main  # the CLI sits above experiments: imported when a comparison is checked
 
     seen = set()
     for spec in specs:
-        key = json.dumps([spec.grid, spec.cell], sort_keys=True, default=str)
+        key = json.dumps([spec.config, spec.grid, spec.cell], sort_keys=True, default=str)
         if key in seen:
             continue
         seen.add(key)
