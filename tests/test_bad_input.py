@@ -167,6 +167,15 @@ CLI_PROBES = {
     # Lightning divided by it at the first training step (ZeroDivisionError, a traceback)
     "validation every 0 batches": (["--trainer.val_check_interval", "0"],
                                    ["--trainer.val_check_interval 0 is not a positive number", "e.g. 0.25"]),
+    # torch.optim raised ValueError inside Lightning's fit, after W&B had started: a traceback
+    "a negative learning rate": (["--model.init_args.optimizer.init_args.lr", "-1"], [
+        "The optimizer refuses its settings: Invalid learning rate: -1.0; fix model.init_args.optimizer",
+        "--model.init_args.optimizer.init_args.lr 0.001"]),
+    "a scheduler setting torch refuses": (
+        ["--model.init_args.lr_scheduler", '{"class_path": "torch.optim.lr_scheduler.LinearLR", '
+                                           '"init_args": {"start_factor": 0}}'],
+        ["The learning-rate scheduler refuses its settings: Starting multiplicative factor expected to be",
+         "fix model.init_args.lr_scheduler"]),
     # Lightning's Trainer raised MisconfigurationException while being built: a traceback, not a sentence
     "checkpointing off beside a ModelCheckpoint": (
         ["--trainer.callbacks+=ModelCheckpoint", "--trainer.enable_checkpointing", "false"],

@@ -29,8 +29,8 @@ from ..utils.quiet import quiet_mid_epoch_resume_warning
 from .checkpoint_options import DATA_TO_MODEL_LINKS, compare_with_checkpoint
 from .deprecated_names import regroup_init_args
 from .monitor_check import MonitoredMetricsCheck
-from .start_checks import (check_accelerator, check_output_paths, check_predict_output, check_validation_for_scheduler,
-                           check_validation_interval, report_start)
+from .start_checks import (check_accelerator, check_optimizer, check_output_paths, check_predict_output,
+                           check_validation_for_scheduler, check_validation_interval, report_start)
 from . import run_folder as _run_folder
 from .slurm_tasks import agree_with_srun, global_rank
 from ..utils.imports import import_object
@@ -288,6 +288,8 @@ class LitRNNCellsCLI(LightningCLI):
 
     def instantiate_classes(self) -> None:
         super().instantiate_classes()
+        if self.subcommand == "fit" or self.run_folder is not None:  # before the run folder is made
+            check_optimizer(self.model)
         self._apply_run_folder()
         self._check_data_against_checkpoint()
         self._read = None  # the checks are done: training does not keep a second copy of the checkpoint

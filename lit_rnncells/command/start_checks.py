@@ -51,6 +51,33 @@ def check_accelerator(trainer_config: Any) -> None:
                          f"config or adding {CPU_FIX}.")
 
 
+def check_optimizer(model: LightningModule) -> None:
+    """A task's optimiser, and its learning-rate scheduler, built once on its parameters before the run starts, so
+    settings torch refuses (``lr: -1``) are one sentence naming the option, not a traceback from inside Lightning's
+    fit after the logger has started. A task without ``optimizer_factory`` (its own ``configure_optimizers``) and
+    failures other than torch's refusals (an optimiser that needs the parameters on the GPU) are left to the fit."""
+    factory = getattr(model, "optimizer_factory", None)
+    if not callable(factory):
+        return
+    try:
+        optimizer = factory(model.parameters())
+    except (ValueError, TypeError) as error:
+        raise ValueError(f"The optimizer refuses its settings: {error}; fix model.init_args.optimizer in the config "
+                         "or on the command line (e.g. --model.init_args.optimizer.init_args.lr 0.001).") from None
+    except Exception:  # noqa: BLE001 - not a refusal of the settings: the fit builds it where it trains
+        return
+    scheduler = getattr(model, "lr_scheduler_factory", None)
+    if not callable(scheduler):
+        return
+    try:
+        scheduler(optimizer)
+    except (ValueError, TypeError) as error:
+        raise ValueError(f"The learning-rate scheduler refuses its settings: {error}; fix model.init_args.lr_scheduler "
+                         "in the config or on the command line.") from None
+    except Exception:  # noqa: BLE001 - as above
+        return
+
+
 def check_output_paths(trainer_config: Any) -> None:
     """The folders a run will write to (``trainer.default_root_dir``, the logger's ``save_dir``) are not under
     a file: one sentence naming the option, before anything is built."""
