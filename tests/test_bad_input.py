@@ -176,6 +176,12 @@ CLI_PROBES = {
                                            '"init_args": {"start_factor": 0}}'],
         ["The learning-rate scheduler refuses its settings: Starting multiplicative factor expected to be",
          "fix model.init_args.lr_scheduler"]),
+    # Lightning divided by it at the first step (ZeroDivisionError, a traceback)
+    "gradients accumulated over 0 batches": (["--trainer.accumulate_grad_batches", "0"],
+                                             ["--trainer.accumulate_grad_batches 0 is not a positive number"]),
+    # torch's norm clipping scaled every gradient by a negative factor: the run trained uphill, silently
+    "a negative gradient clip": (["--trainer.gradient_clip_val", "-1"],
+                                 ["--trainer.gradient_clip_val -1", "is negative", "0 for no clipping"]),
     # Lightning's Trainer raised MisconfigurationException while being built: a traceback, not a sentence
     "checkpointing off beside a ModelCheckpoint": (
         ["--trainer.callbacks+=ModelCheckpoint", "--trainer.enable_checkpointing", "false"],
