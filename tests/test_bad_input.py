@@ -179,6 +179,9 @@ CLI_PROBES = {
     # Lightning divided by it at the first step (ZeroDivisionError, a traceback)
     "gradients accumulated over 0 batches": (["--trainer.accumulate_grad_batches", "0"],
                                              ["--trainer.accumulate_grad_batches 0 is not a positive number"]),
+    # Lightning divided by it at the first epoch's end (ZeroDivisionError, a traceback after an epoch's training)
+    "validation every 0 epochs": (["--trainer.check_val_every_n_epoch", "0"],
+                                  ["--trainer.check_val_every_n_epoch 0 is not a positive number of epochs"]),
     # torch's norm clipping scaled every gradient by a negative factor: the run trained uphill, silently
     "a negative gradient clip": (["--trainer.gradient_clip_val", "-1"],
                                  ["--trainer.gradient_clip_val -1", "is negative", "0 for no clipping"]),

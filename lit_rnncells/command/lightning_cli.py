@@ -29,8 +29,8 @@ from ..utils.quiet import quiet_mid_epoch_resume_warning
 from .checkpoint_options import DATA_TO_MODEL_LINKS, compare_with_checkpoint
 from .deprecated_names import regroup_init_args
 from .monitor_check import MonitoredMetricsCheck
-from .start_checks import (check_accelerator, check_gradient_options, check_optimizer, check_output_paths,
-                           check_predict_output, check_validation_for_scheduler, check_validation_interval,
+from .start_checks import (check_accelerator, check_optimizer, check_output_paths, check_predict_output,
+                           check_trainer_numbers, check_validation_for_scheduler, check_validation_interval,
                            report_start)
 from . import run_folder as _run_folder
 from .slurm_tasks import agree_with_srun, global_rank
@@ -199,7 +199,7 @@ class LitRNNCellsCLI(LightningCLI):
         check_output_paths(trainer)
         if self.subcommand in ("fit", None):  # None: a caller fits (compare's runs)
             check_validation_interval(trainer, data)
-            check_gradient_options(trainer)
+            check_trainer_numbers(trainer)
             check_validation_for_scheduler(trainer, config.get("model"))
         logger = trainer.get("logger") if trainer is not None else None
         if self.subcommand in ("test", "validate", "predict") and getattr(logger, "get", None) is not None \

@@ -125,16 +125,21 @@ def check_validation_interval(trainer_config: Any, data_config: Any) -> None:
                          "batches (an int, e.g. 500) or 1.0, or set variable_bptt false.")
 
 
-def check_gradient_options(trainer_config: Any) -> None:
-    """Two trainer numbers Lightning takes without checking: ``accumulate_grad_batches`` 0 (it divided by it at the
-    first step: ``ZeroDivisionError``) and a negative ``gradient_clip_val``, which torch's norm clipping turns into
-    a negative scale: every gradient reversed, so the run climbs its loss."""
+def check_trainer_numbers(trainer_config: Any) -> None:
+    """Trainer numbers Lightning takes without checking: ``accumulate_grad_batches`` 0 (it divided by it at the
+    first step: ``ZeroDivisionError``), ``check_val_every_n_epoch`` 0 (the same at the first epoch's end) and a
+    negative ``gradient_clip_val``, which torch's norm clipping turns into a negative scale: every gradient
+    reversed, so the run climbs its loss."""
     if trainer_config is None:
         return
     accumulate = trainer_config.get("accumulate_grad_batches")
     if isinstance(accumulate, int) and not isinstance(accumulate, bool) and accumulate < 1:
         raise ValueError(f"--trainer.accumulate_grad_batches {accumulate} is not a positive number of batches; use 1 "
                          "(an optimiser step every batch) or more.")
+    every = trainer_config.get("check_val_every_n_epoch")
+    if isinstance(every, int) and not isinstance(every, bool) and every < 1:
+        raise ValueError(f"--trainer.check_val_every_n_epoch {every} is not a positive number of epochs; use 1 or "
+                         "more, or null to validate by --trainer.val_check_interval batches alone.")
     clip = trainer_config.get("gradient_clip_val")
     if isinstance(clip, (int, float)) and not isinstance(clip, bool) and clip < 0:
         raise ValueError(f"--trainer.gradient_clip_val {clip} is negative; give the largest gradient norm (e.g. 5.0, "
