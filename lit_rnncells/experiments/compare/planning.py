@@ -312,12 +312,14 @@ def check_arguments(specs: Sequence[RunSpec]) -> None:
             sys.argv = argv
 
 
-def check_models(specs: Sequence[RunSpec], counters: Optional[Counters] = None) -> None:
+def check_models(specs: Sequence[RunSpec], counters: Optional[Counters] = None, *, local: bool = False) -> None:
     """Build each grid point's model once (or take it from ``counters``) and rebuild it, on the meta device, with
     every cell and hidden size its runs use, so a value a cell refuses (``SatMZU(zones=0)``, zones that do not
-    divide the hidden size) is one sentence before any run starts, not a failure per run. A config that cannot
-    be built here (its data only on the machines that run it, say) is left to the runs, which report it; one
-    that builds here but not at a ``--vary`` grid point (``model.init_args.hidden_size=0``) is refused."""
+    divide the hidden size) is one sentence before any run starts, not a failure per run. A config the command
+    line refuses to build (a trainer option, missing data) is refused too when the runs train here (``local``):
+    they would each fail the same way. With runs on other machines (a cluster's nodes, where the data may be) it
+    is left to the runs, which report it, unless it builds here without a ``--vary`` grid point's values and not
+    with them (``model.init_args.hidden_size=0``)."""
     counters = {} if counters is None else counters
     checked = set()
     for spec in specs:
@@ -326,8 +328,9 @@ def check_models(specs: Sequence[RunSpec], counters: Optional[Counters] = None) 
         try:
             counter = point_counter(spec.config, spec.grid, spec.extra, counters)
         except Exception as error:  # noqa: BLE001 - not buildable here: the runs say why, each in its log
-            if isinstance(error, CompareError) and spec.grid and buildable(spec.config, spec.extra, counters):
-                raise  # the grid point's own values are refused
+            if isinstance(error, CompareError) and (local or spec.grid and buildable(spec.config, spec.extra,
+                                                                                      counters)):
+                raise  # what every run here would fail on, or the grid point's own values
             return
         cell = spec.cell if spec.cell is not None else counter.model.hparams.get("cell")
         hidden = spec.hidden_size if spec.hidden_size is not None else counter.model.hparams.get("hidden_size")

@@ -151,7 +151,7 @@ def compare(config: str, cells: Sequence[CellSpec], seeds: Union[int, Sequence[i
                  runs.extra, runs.test_every_epoch, runs.no_wandb, log,
                  keep_epoch_checkpoints=runs.keep_epoch_checkpoints, counters=counters)
     check_arguments(specs)
-    check_models(specs, counters)
+    check_models(specs, counters, local=isinstance(launcher, LocalLauncher))
     counters.clear()  # the models built to check the plan: not held while the runs train
     if launch.dry_run:
         say_plan(specs, check_resumable(specs), log)
