@@ -834,6 +834,30 @@ def test_compare_refuses_a_config_its_runs_here_could_not_build_and_leaves_it_to
     check_models(specs, local=False)  # no error: left to the runs
 
 
+def test_compare_over_finished_runs_needs_no_data_here(tmp_path, capsys, monkeypatch):
+    """The check above builds the models only of runs that will train: a rerun over finished runs (to redraw the
+    table on a machine without the data, say) keeps them and writes its outputs."""
+    from lit_rnncells.experiments.compare import main as compare_main
+
+    from .test_language_model import ptb_char_corpus
+
+    monkeypatch.setenv("WANDB_MODE", "disabled")
+    monkeypatch.setenv("LIT_RNNCELLS_CACHE", str(tmp_path / "cache"))
+    corpus = ptb_char_corpus(tmp_path / "ptb")
+    args = ["--config", str(CONFIGS / "lm" / "ptb_char_gru.yaml"), "--cells", "GRU", "--seed-list", "1",
+            "--hidden-size", "8", "--budget", "steps=2", "--out", str(tmp_path / "cmp"), "--no-wandb", "--",
+            "--data.init_args.data_dir", str(corpus), "--model.init_args.embedding_size", "8",
+            "--data.init_args.batch_size", "4", "--data.init_args.bptt", "10", "--trainer.val_check_interval", "2",
+            "--trainer.limit_val_batches", "2", "--trainer.limit_test_batches", "2"]
+    assert compare_main(args) == 0, capsys.readouterr().err[-3000:]
+    shutil.rmtree(corpus)
+    capsys.readouterr()
+    assert compare_main(args) == 0
+    err = capsys.readouterr().err
+    assert "GRU-h8-s1 finished earlier, kept" in err and "error:" not in err
+    assert (tmp_path / "cmp" / "runs.csv").is_file()
+
+
 def test_compare_match_params_with_a_cell_that_refuses_every_size(workdir, capsys):
     from lit_rnncells.experiments.compare import main as compare_main
     other_command_error(capsys, workdir, compare_main, ["--config", LOGIC, "--cells", "GRU", "SatMZU(zones=0)",

@@ -11,7 +11,6 @@ code is tested against a local HTTP server.
 from __future__ import annotations
 
 import difflib
-
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
