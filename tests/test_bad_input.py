@@ -801,12 +801,20 @@ def test_compare_a_cell_option_value_the_cell_refuses(workdir, capsys, cells, fr
 
 def test_compare_a_cell_the_hidden_size_does_not_suit(workdir, capsys):
     """Zones must divide the hidden size: checked at each run's own hidden size (the config's 8; --hidden-size 9)."""
-    from lit_rnncells.experiments.compare import main as compare_main
-    args = ["--config", LOGIC, "--cells", "SatMZU(zones=3)", "--seed-list", "1", "--out", "cmp", "--dry-run"]
+    from lit_rnncells.experiments.compare import Budget, CompareError, main as compare_main, plan
+    from lit_rnncells.experiments.compare.planning import check_models
+
+    args = ["--config", LOGIC, "--cells", "SatMZU(zones=3)", "--seed-list", "1", "--out", "cmp"]
     other_command_error(capsys, workdir, compare_main, args,
                         "refused at hidden size 8: hidden_size=8 is not divisible by zones=3")
-    assert compare_main(args + ["--hidden-size", "9"]) == 0
-    assert "dry run: 1 run planned and their" in capsys.readouterr().err
+    for hidden, refused in ((8, True), (9, False)):
+        specs = plan(LOGIC, [{"class_path": "SatMZU", "init_args": {"zones": 3}}], [1], Budget.parse("steps=1"),
+                     workdir / "cmp", [], hidden, None, "val/loss", "min", [], False, True, io.StringIO())
+        if refused:
+            with pytest.raises(CompareError, match="not divisible by zones=3"):
+                check_models(specs, local=True)
+        else:
+            check_models(specs, local=True)
 
 
 def test_compare_a_grid_point_whose_value_the_model_refuses(workdir, capsys):
@@ -821,14 +829,17 @@ def test_compare_a_grid_point_whose_value_the_model_refuses(workdir, capsys):
 def test_compare_refuses_a_config_its_runs_here_could_not_build_and_leaves_it_to_runs_elsewhere(workdir, capsys):
     """Each grid point's model is built before any run. With the runs on this machine a config that does not build
     (its data folder missing here) is one line: every run would fail on it. With the runs elsewhere (a Slurm
-    cluster's nodes, where the data may be) the plan stands and the runs report it."""
+    cluster's nodes, where the data may be) the plan stands and the runs report it; so does a dry run's, which
+    shows the plan on a fresh clone without the data."""
     from lit_rnncells.experiments.compare import Budget, main as compare_main, plan
     from lit_rnncells.experiments.compare.planning import check_models
 
-    args = ["--config", LM, "--cells", "GRU", "SatMZU(zones=0)", "--seed-list", "1", "--out", "cmp", "--dry-run",
-            "--", "--data.init_args.data_dir", str(workdir / "elsewhere")]
+    args = ["--config", LM, "--cells", "GRU", "SatMZU(zones=0)", "--seed-list", "1", "--out", "cmp", "--",
+            "--data.init_args.data_dir", str(workdir / "elsewhere")]
     other_command_error(capsys, workdir, compare_main, args, "The config with --data.init_args.data_dir",
                         "elsewhere' does not exist")
+    assert compare_main(args[:9] + ["--dry-run"] + args[9:]) == 0
+    assert "dry run: 2 runs planned" in capsys.readouterr().err
     specs = plan(LM, ["GRU", {"class_path": "SatMZU", "init_args": {"zones": 0}}], [1], Budget.parse("steps=1"),
                  workdir / "cmp", [], None, None, "val/loss", "min", args[-2:], False, True, io.StringIO())
     check_models(specs, local=False)  # no error: left to the runs

@@ -151,8 +151,9 @@ def compare(config: str, cells: Sequence[CellSpec], seeds: Union[int, Sequence[i
                  runs.extra, runs.test_every_epoch, runs.no_wandb, log,
                  keep_epoch_checkpoints=runs.keep_epoch_checkpoints, counters=counters)
     check_arguments(specs)
-    to_train = [s for s in specs if not finished(Path(s.folder))]  # a rerun over finished runs needs no data here
-    check_models(to_train, counters, local=isinstance(launcher, LocalLauncher))
+    if not launch.dry_run:  # a dry run parses only: it shows the plan on a fresh clone, data or hub out of reach
+        to_train = [s for s in specs if not finished(Path(s.folder))]  # a rerun over finished runs needs no data
+        check_models(to_train, counters, local=isinstance(launcher, LocalLauncher))
     counters.clear()  # the models built to check the plan: not held while the runs train
     if launch.dry_run:
         say_plan(specs, check_resumable(specs), log)
