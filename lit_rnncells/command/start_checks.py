@@ -57,25 +57,23 @@ def check_optimizer(model: LightningModule) -> None:
     fit after the logger has started. A task without ``optimizer_factory`` (its own ``configure_optimizers``) and
     failures other than torch's refusals (an optimiser that needs the parameters on the GPU) are left to the fit."""
     factory = getattr(model, "optimizer_factory", None)
-    if not callable(factory):
-        return
-    try:
-        optimizer = factory(model.parameters())
-    except (ValueError, TypeError) as error:
-        raise ValueError(f"The optimizer refuses its settings: {error}; fix model.init_args.optimizer in the config "
-                         "or on the command line (e.g. --model.init_args.optimizer.init_args.lr 0.001).") from None
-    except Exception:  # noqa: BLE001 - not a refusal of the settings: the fit builds it where it trains
-        return
+    optimizer = _built(lambda: factory(model.parameters()), "optimizer", "optimizer",
+                       " (e.g. --model.init_args.optimizer.init_args.lr 0.001)") if callable(factory) else None
     scheduler = getattr(model, "lr_scheduler_factory", None)
-    if not callable(scheduler):
-        return
+    if optimizer is not None and callable(scheduler):
+        _built(lambda: scheduler(optimizer), "learning-rate scheduler", "lr_scheduler", "")
+
+
+def _built(build: Any, what: str, option: str, example: str) -> Any:
+    """``build()``; torch's refusal of the settings (ValueError, TypeError) as one sentence naming
+    ``model.init_args.<option>``, any other failure ``None`` (left to the fit)."""
     try:
-        scheduler(optimizer)
+        return build()
     except (ValueError, TypeError) as error:
-        raise ValueError(f"The learning-rate scheduler refuses its settings: {error}; fix model.init_args.lr_scheduler "
-                         "in the config or on the command line.") from None
-    except Exception:  # noqa: BLE001 - as above
-        return
+        raise ValueError(f"The {what} refuses its settings: {error}; fix model.init_args.{option} in the config or "
+                         f"on the command line{example}.") from None
+    except Exception:  # noqa: BLE001 - not a refusal of the settings: the fit builds it where it trains
+        return None
 
 
 def check_output_paths(trainer_config: Any) -> None:

@@ -391,9 +391,9 @@ def dry_run(paper: str, out: Path, chosen: Optional[Sequence[str]], scale: str, 
     return 0
 
 
-def run_paper_scale(args: argparse.Namespace) -> int:
-    """``main`` for ``--scale paper`` (:func:`.paper_scale.reproduce_at_paper_scale`)."""
-    results, time_limit = paper_scale.check_options(args)
+def run_paper_scale(args: argparse.Namespace, results: Path, time_limit: Optional[float]) -> int:
+    """``main`` for ``--scale paper`` (:func:`.paper_scale.reproduce_at_paper_scale`), its options checked by
+    :func:`.paper_scale.check_options` (the results folder and each run's time limit)."""
     text = paper_scale.reproduce_at_paper_scale(args.paper, *PAPERS[args.paper], Path(args.out), results,
                                                 args.experiments, time_limit, paper_section, jobs=args.jobs,
                                                 seeds=args.seeds)
@@ -454,12 +454,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if paper and args.launcher == "slurm":
             raise CompareError("--scale paper runs every run at once on this machine's GPU; on a Slurm cluster "
                                "drop --launcher slurm and submit the command as one job, or drop --scale paper.")
-        if paper:
-            paper_scale.check_options(args)  # a dry run refuses what the command would
+        checked = paper_scale.check_options(args) if paper else None  # a dry run refuses what the command would
         if args.dry_run:
             return dry_run(args.paper, Path(args.out), args.experiments, args.scale, seeds=args.seeds)
-        if paper:
-            return run_paper_scale(args)
+        if checked is not None:
+            return run_paper_scale(args, *checked)
         jobs = 1 if args.jobs is None else args.jobs
         launcher = slurm_launcher(args, Path(args.out)) if args.launcher == "slurm" else LocalLauncher(jobs)
         text = reproduce(args.paper, Path(args.out), Path(args.report) if args.report else None, args.experiments,
