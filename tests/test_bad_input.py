@@ -186,6 +186,11 @@ CLI_PROBES = {
     # torch's norm clipping scaled every gradient by a negative factor: the run trained uphill, silently
     "a negative gradient clip": (["--trainer.gradient_clip_val", "-1"],
                                  ["--trainer.gradient_clip_val -1", "is negative", "0 for no clipping"]),
+    # fit trained nothing and printed the untrained model's test metrics as the run's result
+    "no epochs": (["--trainer.max_epochs", "0"], ["--trainer.max_epochs 0 trains nothing", "or -1 for no limit"]),
+    "no steps": (["--trainer.max_steps", "0"], ["--trainer.max_steps 0 trains nothing", "1 or more steps"]),
+    "no training batches": (["--trainer.limit_train_batches", "0.0"],
+                            ["--trainer.limit_train_batches 0.0 trains nothing", "a fraction of an epoch in (0, 1]"]),
     # Lightning's Trainer raised MisconfigurationException while being built: a traceback, not a sentence
     "checkpointing off beside a ModelCheckpoint": (
         ["--trainer.callbacks+=ModelCheckpoint", "--trainer.enable_checkpointing", "false"],

@@ -49,9 +49,9 @@ def test_validate_and_test_subcommands(tmp_path, monkeypatch):
 
 def test_cell_by_name_and_nested_options(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    cli = main(["fit", "--config", MUFURU, *TINY, "--model.init_args.cell", "CARU", "--trainer.max_epochs", "0"])
+    cli = main(["validate", "--config", MUFURU, *TINY, "--model.init_args.cell", "CARU"])
     assert type(cli.model.rnn.cell()).__name__ == "CARU"
-    cli = main(["fit", "--config", MUFURU, *TINY, "--trainer.max_epochs", "0", "--model.init_args.cell",
+    cli = main(["validate", "--config", MUFURU, *TINY, "--model.init_args.cell",
                 '{"class_path": "lit_rnncells.cells.MuFuRU", "init_args": {"ops": ["keep", "replace", "max"]}}'])
     assert cli.model.rnn.cell().ops == ("keep", "replace", "max")
 

@@ -125,9 +125,10 @@ def check_validation_interval(trainer_config: Any, data_config: Any) -> None:
 
 def check_trainer_numbers(trainer_config: Any) -> None:
     """Trainer numbers Lightning takes without checking: ``accumulate_grad_batches`` 0 (it divided by it at the
-    first step: ``ZeroDivisionError``), ``check_val_every_n_epoch`` 0 (the same at the first epoch's end) and a
+    first step: ``ZeroDivisionError``), ``check_val_every_n_epoch`` 0 (the same at the first epoch's end), a
     negative ``gradient_clip_val``, which torch's norm clipping turns into a negative scale: every gradient
-    reversed, so the run climbs its loss."""
+    reversed, so the run climbs its loss, and ``max_epochs``, ``max_steps`` or ``limit_train_batches`` 0, with
+    which fit trained nothing and then reported the untrained model's test metrics as the run's result."""
     if trainer_config is None:
         return
     accumulate = trainer_config.get("accumulate_grad_batches")
@@ -138,6 +139,13 @@ def check_trainer_numbers(trainer_config: Any) -> None:
     if isinstance(every, int) and not isinstance(every, bool) and every < 1:
         raise ValueError(f"--trainer.check_val_every_n_epoch {every} is not a positive number of epochs; use 1 or "
                          "more, or null to validate by --trainer.val_check_interval batches alone.")
+    for option, unit in (("max_epochs", "epochs"), ("max_steps", "steps"), ("limit_train_batches", "batches")):
+        value = trainer_config.get(option)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value == 0:
+            raise ValueError(f"--trainer.{option} {value} trains nothing (fit would test the untrained model); give "
+                             f"1 or more {unit}" + (" or -1 for no limit" if option != "limit_train_batches" else
+                                                    " or a fraction of an epoch in (0, 1]")
+                             + ", or run `test --ckpt_path <checkpoint>` to evaluate a trained model.")
     clip = trainer_config.get("gradient_clip_val")
     if isinstance(clip, (int, float)) and not isinstance(clip, bool) and clip < 0:
         raise ValueError(f"--trainer.gradient_clip_val {clip} is negative; give the largest gradient norm (e.g. 5.0, "
