@@ -923,6 +923,25 @@ def test_analysis_output_under_a_file(earlier, workdir, capsys):
                         "--output 'notes.txt/ops.png' is under 'notes.txt', which is a file")
 
 
+def test_analysis_output_that_is_no_image_format(earlier, workdir, capsys):
+    """A figure written to a name matplotlib cannot write (a checkpoint's, a text file's) is refused before the
+    checkpoint is read: savefig refused it only after the whole evaluation, and the user's file stays as it was."""
+    from lit_rnncells.analysis.__main__ import main as analysis_main
+    (workdir / "notes.txt").write_text("mine\n")
+    other_command_error(capsys, workdir, analysis_main, ["mufuru-ops", "--ckpt_path", str(earlier["logic"]),
+                                                         "--output", "notes.txt"],
+                        "--output 'notes.txt' ends in '.txt', which is no image format matplotlib writes",
+                        "give a file ending in .png")
+    assert (workdir / "notes.txt").read_text() == "mine\n"
+
+
+def test_analysis_output_without_an_extension_is_the_png_matplotlib_writes(earlier, tmp_path, capsys):
+    from lit_rnncells.analysis.__main__ import main as analysis_main
+    assert analysis_main(["mufuru-ops", "--ckpt_path", str(earlier["logic"]), "--output", str(tmp_path / "ops")]) == 0
+    assert f"wrote {tmp_path / 'ops.png'}" in capsys.readouterr().out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ops.png"]
+
+
 # --- run folders (issue 19, items 19 and 20) -----------------------------------------------------------------
 def test_a_run_folder_holding_another_run(workdir, capsys):
     """A second fit named into a folder that holds another run's config, checkpoints and logs is refused before

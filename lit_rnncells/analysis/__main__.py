@@ -8,7 +8,6 @@ import pkgutil
 import sys
 from typing import List, Optional
 
-from ..utils.paths import check_output_file
 from . import common
 
 
@@ -30,7 +29,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = parser.parse_args(argv)
     try:
         if getattr(args, "output", None):
-            check_output_file(args.output, "--output")  # before any checkpoint is read or figure drawn
+            args.output = str(common.figure_output(args.output))  # before any checkpoint is read
         already = len(common.WRITTEN)
         common.FIGURES[args.figure].run(args)
         for path in common.WRITTEN[already:]:

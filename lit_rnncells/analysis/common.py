@@ -11,6 +11,7 @@ from lightning.pytorch import LightningModule
 
 from ..data.checkpoint_state import read_checkpoint
 from ..utils.imports import import_object
+from ..utils.paths import check_output_file
 
 
 @dataclass(frozen=True)
@@ -100,6 +101,23 @@ def checkpoint_datamodule(path: str, checkpoint: Dict[str, Any], data_dir: Optio
     if data_dir is not None:
         options["data_dir"] = data_dir
     return cls(**{**options, **overrides})
+
+
+def figure_output(output: str | Path, option: str = "--output") -> Path:
+    """``output`` checked as a figure file before any checkpoint is read: its folders may be made and its extension
+    must be a format matplotlib writes (a ``.ckpt`` or ``.txt`` was refused only by ``savefig``, after the whole
+    evaluation). Without an extension it is ``<output>.png``, the file matplotlib writes for such a name."""
+    from matplotlib.figure import Figure as MatplotlibFigure
+
+
+    path = Path(output)
+    if not path.suffix:
+        path = path.with_name(path.name + ".png")
+    formats = sorted(MatplotlibFigure().canvas.get_supported_filetypes())
+    if path.suffix[1:].lower() not in formats:
+        raise ValueError(f"{option} {str(output)!r} ends in {path.suffix!r}, which is no image format matplotlib "
+                         f"writes; give a file ending in .png (or one of {', '.join('.' + f for f in formats)}).")
+    return check_output_file(path, option)
 
 
 WRITTEN: List[Path] = []
