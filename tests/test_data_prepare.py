@@ -119,6 +119,12 @@ def test_a_datamodules_dataset_name_stands_for_its_release_and_a_typo_gets_a_sug
     assert code == 2 and "error: Unknown dataset 'ptb_wrd' (did you mean 'ptb_word'?); choose one of" in out
 
 
+def test_check_names_a_dest_that_is_a_file(capsys, tmp_path):
+    (tmp_path / "notes.txt").write_text("mine\n")
+    code, out = run(capsys, "check", "ptb", "--dest", str(tmp_path / "notes.txt"))
+    assert code == 1 and f"the folder {tmp_path / 'notes.txt'} is a file, not a folder" in out
+
+
 def test_the_default_destination_is_the_data_root(toy, capsys, monkeypatch):
     monkeypatch.setenv("LIT_RNNCELLS_DATA", str(toy.parent))
     assert run(capsys, "check", "toy")[0] == 0

@@ -248,7 +248,8 @@ def check_folder(name: str, folder: Path) -> Report:
     known = dataset(name)
     report = Report([], [], [])
     if not folder.is_dir():
-        report.faults.append(Fault("missing", f"the folder {folder} does not exist",
+        what = "is a file, not a folder" if folder.exists() else "does not exist"
+        report.faults.append(Fault("missing", f"the folder {folder} {what}",
                                    f"run `python -m lit_rnncells.data prepare {name}`, or pass --dest"))
         return report
     bounds = [bind(name, layout, folder) for layout in known.layouts]
