@@ -168,6 +168,26 @@ def test_leaderboard_takes_the_slurm_launcher_and_checks_it_before_any_run(tmp_p
     assert not any(out.rglob("result.json"))
 
 
+def test_slurm_options_without_the_slurm_launcher_are_refused_by_every_runner(tmp_path, capsys):
+    """``--partition gpu`` without ``--launcher slurm`` ran every run on this machine (the options did nothing): in
+    compare, reproduce and leaderboard it is one line naming the missing option, before any run."""
+    from lit_rnncells.experiments.leaderboard import main as leaderboard_main
+    from lit_rnncells.experiments.reproduce import main as reproduce_main
+
+    line = compare_error([*GRID, "--partition", "gpu"], tmp_path, capsys)
+    assert line == ("error: --partition is an option of --launcher slurm, but the runs would run on this machine "
+                    "(--launcher local, the default); add --launcher slurm, or drop --partition.")
+    line = compare_error([*GRID, "--dry-run", "--time", "90", "--gpus-per-run", "1"], tmp_path, capsys)
+    assert "--time and --gpus-per-run are options of --launcher slurm" in line
+    out = tmp_path / "out"
+    assert reproduce_main(["mzu", "--mem", "16G", "--out", str(out)]) == 2
+    assert "--mem is an option of --launcher slurm" in error_line(capsys.readouterr().err) and not out.exists()
+    assert leaderboard_main(["--cells", "GRU", "--tasks", "logic", "--seeds", "1", "--account", "lab",
+                             "--out", str(out)]) == 2
+    assert "--account is an option of --launcher slurm" in error_line(capsys.readouterr().err)
+    assert not out.exists()
+
+
 def test_importing_submitit_leaves_the_logging_handlers_already_installed_open(tmp_path):
     """submitit configures logging when imported (``logging.config.dictConfig``), which closes every handler the
     process had: a user's log files, and in an xdist worker pytest's own capture (the rest of that worker's tests

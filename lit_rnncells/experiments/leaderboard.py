@@ -27,7 +27,7 @@ from ..utils.paths import check_output_file, check_output_folder
 from . import compare as runner
 from .compare import Budget, CompareError, Launch, Matching, RunOptions, check_cell, compare
 from .compare.cli import OneLineParser
-from .compare.launchers import slurm_launcher
+from .compare.launchers import check_local_launcher, slurm_launcher
 from .compare.slurm_settings import add_slurm_options
 from .leaderboard_page import TaskResult, write_page
 from .leaderboard_tasks import TASKS, Task
@@ -253,6 +253,7 @@ def launcher_factory(args: argparse.Namespace) -> Optional[Callable[[Path], Any]
     ``--launcher slurm``: each task folder's runs as Slurm jobs, as ``compare --launcher slurm``)."""
     if args.launcher == "slurm":
         return lambda folder: slurm_launcher(args, folder)
+    check_local_launcher(args)
     return None
 
 

@@ -24,7 +24,7 @@ from ..utils.paths import check_output_file, check_output_folder
 from . import paper_scale, report_page
 from .compare import (CompareError, Interrupted, Launch, Launcher, LocalLauncher, Matching, RunOptions,
                       compare, parse_vary)
-from .compare.launchers import slurm_launcher
+from .compare.launchers import check_local_launcher, launcher_from
 from .compare.slurm_settings import add_slurm_options
 from .papers import COMPILED, GRU_PTB, LM_SMALL, MZU_PTB, NOTES, PAPERS, Experiment  # noqa: F401  (importable here)
 from .papers import with_seeds
@@ -454,13 +454,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if paper and args.launcher == "slurm":
             raise CompareError("--scale paper runs every run at once on this machine's GPU; on a Slurm cluster "
                                "drop --launcher slurm and submit the command as one job, or drop --scale paper.")
+        check_local_launcher(args)
         checked = paper_scale.check_options(args) if paper else None  # a dry run refuses what the command would
         if args.dry_run:
             return dry_run(args.paper, Path(args.out), args.experiments, args.scale, seeds=args.seeds)
         if checked is not None:
             return run_paper_scale(args, *checked)
         jobs = 1 if args.jobs is None else args.jobs
-        launcher = slurm_launcher(args, Path(args.out)) if args.launcher == "slurm" else LocalLauncher(jobs)
+        launcher = launcher_from(args, Path(args.out)) or LocalLauncher(jobs)
         text = reproduce(args.paper, Path(args.out), Path(args.report) if args.report else None, args.experiments,
                          args.read_only, launcher=launcher, seeds=args.seeds)
     except CompareError as error:

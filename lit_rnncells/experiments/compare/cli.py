@@ -12,7 +12,7 @@ from .child import child_main
 from .options import PROGRESS_EVERY, Launch, Matching, RunOptions, Selection, argument_group
 from .planning import CompareError
 from .runner import Interrupted
-from .launchers import slurm_launcher
+from .launchers import launcher_from
 from .slurm_settings import add_slurm_options
 from .sweep import compare
 
@@ -92,7 +92,7 @@ def add_group_options(ap: argparse.ArgumentParser) -> None:
 def groups_of(args: argparse.Namespace, extra: Sequence[str], out: Path) -> Dict[str, Any]:
     """compare's option groups from the parsed command line (``extra``: the arguments after ``--``); a Slurm
     launcher is built, and checked against the cluster, here."""
-    launcher = slurm_launcher(args, out) if args.launcher == "slurm" else None
+    launcher = launcher_from(args, out)
     return {"matching": Matching(args.match_params, args.hidden_size), "selection": Selection(args.monitor, args.mode),
             "runs": RunOptions(list(extra), args.test_every_epoch, args.no_wandb,
                                keep_epoch_checkpoints=args.keep_epoch_checkpoints),

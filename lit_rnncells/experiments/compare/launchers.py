@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from .options import PROGRESS_EVERY
-from .slurm_settings import SlurmSettingsError, check_settings, settings_from, test_submission
+from .slurm_settings import SlurmSettingsError, check_settings, settings_from, slurm_options_given, test_submission
 
 
 def slurm_launcher(args: argparse.Namespace, out: Path, log: Any = None) -> Any:
@@ -25,3 +25,23 @@ def slurm_launcher(args: argparse.Namespace, out: Path, log: Any = None) -> Any:
 
     wait_for_earlier_jobs(out, log)
     return SlurmLauncher(settings, getattr(args, "progress_every", PROGRESS_EVERY))
+
+
+def check_local_launcher(args: argparse.Namespace) -> None:
+    """With the local launcher (the default) the Slurm options do nothing: a ``--partition gpu`` without
+    ``--launcher slurm`` ran every run on this machine (a login node), so it is refused."""
+    given = slurm_options_given(args) if getattr(args, "launcher", "local") == "local" else []
+    if given:
+        options = " and ".join(given) if len(given) <= 2 else ", ".join(given[:-1]) + " and " + given[-1]
+        raise SlurmSettingsError(f"{options} {'is an option' if len(given) == 1 else 'are options'} of --launcher "
+                                 "slurm, but the runs would run on this machine (--launcher local, the default); add "
+                                 f"--launcher slurm, or drop {options}.")
+
+
+def launcher_from(args: argparse.Namespace, out: Path, log: Any = None) -> Any:
+    """The launcher ``--launcher`` names: :func:`slurm_launcher`'s, or ``None`` for the local one (whose runs the
+    Slurm options cannot reach: :func:`check_local_launcher`)."""
+    if args.launcher == "slurm":
+        return slurm_launcher(args, out, log)
+    check_local_launcher(args)
+    return None

@@ -11,7 +11,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
 from .planning import CompareError
 
@@ -92,6 +92,15 @@ def add_slurm_options(parser: argparse.ArgumentParser, group: Any = None) -> Non
     group.add_argument("--account", help="Slurm account to charge")
     group.add_argument("--gpus-per-run", type=int, help="GPUs of each run (that many DDP tasks; default 0)")
     group.add_argument("--cpus-per-run", type=int, help="CPUs of each run's task (default 1)")
+
+
+SLURM_OPTIONS = ("slurm_config", "partition", "time", "mem", "account", "gpus_per_run", "cpus_per_run")
+"""The destinations of the options :func:`add_slurm_options` adds besides ``--launcher``: Slurm's alone."""
+
+
+def slurm_options_given(args: argparse.Namespace) -> List[str]:
+    """The Slurm options (``--partition`` ...) given on the command line, as they are spelt there."""
+    return ["--" + name.replace("_", "-") for name in SLURM_OPTIONS if getattr(args, name, None) is not None]
 
 
 def read_settings(path: Optional[str]) -> Dict[str, Any]:
