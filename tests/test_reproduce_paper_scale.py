@@ -208,6 +208,8 @@ def test_the_paper_scale_experiments_hold_the_papers_sizes():
     (["mzu", "--startup-allowance", "30"], "add --scale paper"),
     (["mzu", "--scale", "paper", "--experiments", "absa_restaurants"], "Unknown experiment(s) absa_restaurants"),
     (["mzu", "--scale", "paper", "--jobs", "0"], "--jobs 0 is not a positive number"),
+    (["mzu", "--jobs", "0"], "--jobs 0 is not a positive number"),  # the CPU scale too (a dry run planned them)
+    (["mzu", "--results", "res"], "add --scale paper"),  # it was ignored without --scale paper
     (["mzu", "--scale", "paper", "--read-only"], "drop --read-only"),
     (["mzu", "--scale", "paper", "--total-minutes", "-3"], "--total-minutes -3 is not a positive number of minutes"),
     (["mzu", "--scale", "paper", "--total-minutes", "0"], "--total-minutes 0 is not a positive number of minutes"),

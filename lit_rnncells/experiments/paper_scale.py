@@ -259,13 +259,10 @@ def check_options(args: argparse.Namespace) -> Tuple[Path, Optional[float]]:
     """The results folder and each run's time limit of ``--scale paper``; a :class:`CompareError` for options that
     do not fit it."""
     if args.scale != "paper":
-        raise CompareError("--time-budget, --total-minutes and --startup-allowance set the runs' time at --scale "
-                           "paper; add --scale paper.")
+        raise CompareError("--time-budget, --total-minutes, --startup-allowance and --results are options of "
+                           "--scale paper (the runs' time and the small results folder); add --scale paper.")
     if args.read_only:
         raise CompareError("--scale paper runs the runs of an experiment and writes their results; drop --read-only.")
-    if args.jobs is not None and args.jobs < 1:
-        raise CompareError(f"--jobs {args.jobs} is not a positive number of runs at once; use e.g. --jobs 2, or leave "
-                           "it out to run every run of an experiment at once.")
     results = Path(args.results) if args.results else Path(args.out) / "results"
     try:
         check_output_folder(str(results), "--results")

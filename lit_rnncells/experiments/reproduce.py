@@ -449,8 +449,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         if args.seeds is not None and args.seeds < 1:
             raise CompareError(f"--seeds {args.seeds}: give 1 or more seeds.")
+        if args.jobs is not None and args.jobs < 1:
+            raise CompareError(f"--jobs {args.jobs} is not a positive number of runs at once; use e.g. --jobs 2, or "
+                               "leave it out (one at a time; with --scale paper, every run of an experiment at once).")
         paper = args.scale == "paper" or any(v is not None for v in (args.time_budget, args.total_minutes,
-                                                                      args.startup_allowance))
+                                                                      args.startup_allowance, args.results))
         if paper and args.launcher == "slurm":
             raise CompareError("--scale paper runs every run at once on this machine's GPU; on a Slurm cluster "
                                "drop --launcher slurm and submit the command as one job, or drop --scale paper.")
