@@ -38,11 +38,15 @@ def main(args: Optional[List[str]] = None, run: bool = True,
         sys.argv[1:] = rewrite_argv(sys.argv[1:])
     else:
         args = rewrite_argv(list(args))
+    refused = False
     try:
         return _build_cli(args, run, parser_kwargs)
+    except Exception as error:  # a run that trained and diverged keeps its config; a refused start leaves no folder
+        refused = not isinstance(error, TrainingDiverged)
+        raise
     finally:
         if run:  # the fit is over: release its run folder (run=False: the caller fits, holding it)
-            _run_folder.unlock()
+            _run_folder.unlock(refused=refused)
 
 
 def _build_cli(args: Optional[List[str]], run: bool, parser_kwargs: Optional[Dict[str, Any]]) -> LitRNNCellsCLI:

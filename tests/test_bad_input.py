@@ -191,6 +191,10 @@ CLI_PROBES = {
     "no steps": (["--trainer.max_steps", "0"], ["--trainer.max_steps 0 trains nothing", "1 or more steps"]),
     "no training batches": (["--trainer.limit_train_batches", "0.0"],
                             ["--trainer.limit_train_batches 0.0 trains nothing", "a fraction of an epoch in (0, 1]"]),
+    # Lightning refused it once the data was loaded, at the fit's start: a traceback through its fit loop
+    "validation interval over an epoch": (["--trainer.val_check_interval", "1000"],
+                                          ["--trainer.val_check_interval 1000 is more than the 2 training batches",
+                                           "--trainer.check_val_every_n_epoch null"]),
     # Lightning's Trainer raised MisconfigurationException while being built: a traceback, not a sentence
     "checkpointing off beside a ModelCheckpoint": (
         ["--trainer.callbacks+=ModelCheckpoint", "--trainer.enable_checkpointing", "false"],
@@ -951,6 +955,16 @@ def test_a_run_folder_holding_another_run(workdir, capsys):
                  f"The run folder {earlier_run} already holds another run", "--run_dir", code=2)
 
 
+def test_a_run_folder_whose_fit_was_refused_at_its_start_takes_the_corrected_fit(workdir, capsys):
+    """Lightning writes the config before it refuses a setting it can judge only with the data loaded; that folder
+    held no run, yet the corrected command with the same --run_dir was refused as "already holds another run"."""
+    folder = workdir / "runs" / "interval"
+    args = ["fit", "--config", LOGIC, *TINY_LOGIC, *QUIET, "--trainer.logger", "false", "--run_dir", str(folder)]
+    expect_error(capsys, workdir, [*args, "--trainer.val_check_interval", "1000"], "is more than the 2 training")
+    assert not folder.exists()
+    assert run(args) == 0 and (folder / "config.yaml").is_file() and any((folder / "checkpoints").iterdir())
+
+
 def test_a_run_folder_another_fit_is_writing_to(workdir, capsys):
     """A folder whose lock another process holds (a fit still training, e.g. an orphaned compare child)."""
     import fcntl
@@ -1060,7 +1074,7 @@ def test_a_misspelt_monitor_stops_before_training(workdir, capsys, monitor_args,
     """Lightning read a misspelt monitor only at the first epoch's end or validation, after that training, and
     stopped in a traceback; the sanity validation shows the task's validation metrics before the first step."""
     line = expect_error(capsys, workdir, ["fit", *corpus_args(write_corpus(workdir / "corpus")), *PLATEAU[2:],
-                                          "--trainer.logger", "false", *monitor_args], *fragments, new_config_ok=True)
+                                          "--trainer.logger", "false", *monitor_args], *fragments)
     assert "LanguageModel's validation does not log" in line
 
 

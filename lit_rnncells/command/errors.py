@@ -185,6 +185,22 @@ def _enum_default_message(text: str) -> Optional[str]:
             f"jsonargparse cannot write back; give it as text {fix}.")
 
 
+_INTERVAL_OVER_EPOCH = re.compile(r"`val_check_interval` \((\d+)\) must be less than or equal to the number of the "
+                                  r"training batches \((\d+)\)")
+
+
+def _lightning_message(text: str) -> Optional[str]:
+    """Lightning's refusals of settings it can judge only once the data is loaded, at the start of the fit (before
+    the first training batch), as one sentence with our option names."""
+    interval = _INTERVAL_OVER_EPOCH.search(text)
+    if interval is not None:
+        given, batches = interval.groups()
+        return (f"--trainer.val_check_interval {given} is more than the {batches} training batches of an epoch; give "
+                f"at most {batches}, a fraction of an epoch (e.g. 0.5), or add --trainer.check_val_every_n_epoch "
+                f"null to validate every {given} batches across epochs.")
+    return None
+
+
 def user_message(error: BaseException) -> Optional[str]:
     """One sentence for a user-facing failure, or ``None`` for an internal error (show the traceback)."""
     chain = list(_chain(error))
@@ -193,7 +209,7 @@ def user_message(error: BaseException) -> Optional[str]:
         first = ours[0]  # the outermost of ours: a KeyError deep inside may have been re-raised as a clear error
         return str(first).strip("'\"") if isinstance(first, KeyError) else str(first)
     for e in chain:
-        enum_default = _enum_default_message(str(e))
+        enum_default = _enum_default_message(str(e)) or _lightning_message(str(e))
         if enum_default is not None:
             return enum_default
         if type(e).__module__.startswith("jsonargparse") or type(e).__name__ == "ArgumentError":

@@ -191,16 +191,21 @@ def lock(folder: Path) -> None:
     _held[key] = fd
 
 
-def unlock(folder: Optional[Path] = None) -> None:
-    """Release ``folder``'s lock (every lock this process holds when ``None``)."""
+def unlock(folder: Optional[Path] = None, refused: bool = False) -> None:
+    """Release ``folder``'s lock (every lock this process holds when ``None``). A folder this process created is
+    removed again when the fit wrote nothing into it, or, when it was ``refused`` (a setting refused at the fit's
+    start, after Lightning wrote the config), nothing but that config: otherwise the same command, corrected, was
+    refused because the folder "already holds another run"."""
     keys = list(_held) if folder is None else [str(Path(folder).resolve())]
+    leftovers = {LOCK_NAME, CONFIG_NAME} if refused else {LOCK_NAME}
     for key in keys:
         fd = _held.pop(key, None)
         if fd is not None:
             os.close(fd)  # closing the descriptor releases the flock
         path = Path(key)
         parents = _created.pop(key, None)
-        if parents is not None and path.is_dir() and {p.name for p in path.iterdir()} <= {LOCK_NAME}:
+        if parents is not None and path.is_dir() and {p.name for p in path.iterdir()} <= leftovers:
+            (path / CONFIG_NAME).unlink(missing_ok=True)  # this fit's own, written into the folder it created
             (path / LOCK_NAME).unlink(missing_ok=True)
             path.rmdir()  # a fit that failed before writing anything leaves no empty run folder
             for parent in parents:  # deepest first
