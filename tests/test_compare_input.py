@@ -35,6 +35,28 @@ def test_a_cell_named_twice_is_refused(cells, named, capsys, tmp_path, monkeypat
     assert f"--cells names one cell twice ({named})" in err and "--seeds" in err
 
 
+def test_a_seed_named_twice_is_refused(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("WANDB_MODE", "disabled")
+    assert cmp.main(["--out", str(tmp_path), "--budget", "steps=1", "--no-wandb", "--config", CONFIG, "--cells", "GRU",
+                     "--seed-list", "2", "1", "2", *TINY]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == "error: --seed-list names seed 2 twice; give each seed once (a seed's run is the same run)."
+    assert not list(tmp_path.glob("*/spec.json"))
+
+
+def test_a_setting_a_run_refuses_at_its_start_is_relayed_with_the_run(capsys, tmp_path, monkeypatch):
+    """A misspelt --monitor is found by each run's sanity validation; compare used to say only "failed; its log
+    is ...". The run's log ends in its error line, and compare relays it, naming its own option."""
+    monkeypatch.setenv("WANDB_MODE", "disabled")
+    out = tmp_path / "out"
+    assert cmp.main(["--out", str(out), "--budget", "steps=1", "--seeds", "1", "--no-wandb", "--config", CONFIG,
+                     "--cells", "GRU", "--monitor", "val/accc", *TINY]) == 1
+    said = ("the comparison runner's best checkpoint monitors val/accc, which LogicEvaluator's validation does not "
+            "log (it logs val/acc, val/loss); set compare's --monitor to val/acc")
+    assert f"compare: GRU-s1 failed: {said}; its log is {out / 'GRU-s1' / 'log.txt'}" in capsys.readouterr().err
+    assert (out / "GRU-s1" / "log.txt").read_text().rstrip().endswith(f"error: {said}.")
+
+
 def test_different_options_of_one_cell_are_two_cells():
     from lit_rnncells.experiments.compare.sweep import check_cells
 

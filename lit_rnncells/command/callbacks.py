@@ -392,6 +392,10 @@ class RunnerCheckpoint(ModelCheckpoint):
     per-epoch curve (and beside the epoch's real end once the run went on).
     """
 
+    monitor_owner = "the comparison runner's best checkpoint"
+    monitor_option = "compare's --monitor"
+    """How :mod:`.monitor_check` names this checkpoint and the option that sets its monitor."""
+
     def __init__(self, role: str, **options: Any) -> None:
         super().__init__(**options)
         self.role = role

@@ -31,8 +31,9 @@ def monitors(trainer: Trainer) -> List[Tuple[str, str, str]]:
             found.append((config.monitor, f"the {type(config.scheduler).__name__} scheduler",
                           "--model.init_args.scheduler_monitor"))
     for callback in trainer.callbacks:
-        if isinstance(callback, ModelCheckpoint) and callback.monitor:
-            found.append((callback.monitor, "the ModelCheckpoint callback", CALLBACK_OPTION))
+        if isinstance(callback, ModelCheckpoint) and callback.monitor:  # the runner's names its own option
+            found.append((callback.monitor, getattr(callback, "monitor_owner", "the ModelCheckpoint callback"),
+                          getattr(callback, "monitor_option", CALLBACK_OPTION)))
         elif isinstance(callback, EarlyStopping) and callback.monitor and callback.strict:
             found.append((callback.monitor, "the EarlyStopping callback", CALLBACK_OPTION))
     return [entry for entry in found if entry[0].startswith(VALIDATION_PREFIXES)]

@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
+import traceback
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
@@ -232,4 +234,13 @@ def child_main(argv: List[str]) -> int:
         if callbacks.INTERRUPTED_EXIT_CODE is not None:
             return callbacks.INTERRUPTED_EXIT_CODE
         raise
+    except Exception as error:  # noqa: BLE001 - the traceback stays in the log; a refusal also ends it in a line
+        from ...command.errors import user_message
+
+        message = user_message(error)
+        if message is None:
+            raise
+        traceback.print_exc()
+        print(f"error: {message}", file=sys.stderr, flush=True)  # what the runner relays (runner.refusal)
+        return 2
     return 0

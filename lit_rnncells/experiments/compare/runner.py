@@ -80,12 +80,27 @@ class Job:
         """Say on ``log`` how the run ended: its time and best metric, or where its log is."""
         spec = self.spec
         if result is None:
-            print(f"compare: {spec.run_id} failed; its log is {Path(spec.folder) / 'log.txt'}", file=log, flush=True)
+            log_file = Path(spec.folder) / "log.txt"
+            said = refusal(log_file)
+            reason = f": {said.rstrip('.')}" if said else ""
+            print(f"compare: {spec.run_id} failed{reason}; its log is {log_file}", file=log, flush=True)
         else:
             partial = (f" (its time limit stopped it at epoch {result['epochs']}, step {result['steps']}; the same "
                        "command goes on from its checkpoint)") if result.get("partial") else ""
             print(f"compare: {spec.run_id} done in {seconds:.0f} s: best {spec.monitor} "
                   f"{result[f'best {spec.monitor}']:.4g}{partial}", file=log, flush=True)
+
+
+def refusal(log_file: Path, tail_bytes: int = 65536) -> Optional[str]:
+    """The sentence of the last ``error:`` line of a run's log (a setting the run refused, :func:`.child.child_main`),
+    or ``None`` (a crash: its traceback is the log's end)."""
+    try:
+        with open(log_file, "rb") as handle:
+            handle.seek(max(0, handle.seek(0, os.SEEK_END) - tail_bytes))
+            lines = handle.read().decode("utf-8", "replace").splitlines()
+    except OSError:
+        return None
+    return next((line[len("error: "):].strip() for line in reversed(lines) if line.startswith("error: ")), None)
 
 
 class ProgressLines:

@@ -77,6 +77,10 @@ def check_seeds(seeds: Union[int, Sequence[int]]) -> List[int]:
     seed_list = list(range(1, seeds + 1)) if isinstance(seeds, int) else list(seeds)
     if not seed_list or (isinstance(seeds, int) and seeds < 1):
         raise CompareError("--seeds must be 1 or more.")
+    twice = sorted({seed for seed in seed_list if seed_list.count(seed) > 1})
+    if twice:
+        raise CompareError(f"--seed-list names seed {twice[0]} twice; give each seed once (a seed's run is the same "
+                           "run).")
     return seed_list
 
 
@@ -164,7 +168,7 @@ def compare(config: str, cells: Sequence[CellSpec], seeds: Union[int, Sequence[i
     rows = write_outputs(out, config, budget, monitor, [k for k, _ in grid], results, runs.no_wandb)
     if failed:
         print(f"compare: {len(failed)} of {len(specs)} runs failed ({', '.join(failed)}); rerun the same command "
-              "to retry them (finished runs are kept).", file=log, flush=True)
+              "to retry them, after fixing what an error above names (finished runs are kept).", file=log, flush=True)
     return rows
 
 
