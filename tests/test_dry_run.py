@@ -38,6 +38,16 @@ def test_compare_dry_run_refuses_a_bad_argument_in_one_line(tmp_path, capsys):
     assert not (tmp_path / "runs").exists()
 
 
+def test_an_unknown_argument_after_the_separator_points_at_the_runs_help_not_compares(tmp_path, capsys):
+    """compare's own --help lists only its options; the arguments after ``--`` are the runs' (fit's)."""
+    code = compare_main(["--config", LOGIC, "--cells", "GRU", "--budget", "epochs=1", "--out", str(tmp_path / "runs"),
+                         "--dry-run", "--", "--bogus-option", "4"])
+    err = capsys.readouterr().err
+    assert code == 2 and "unrecognized arguments: --bogus-option 4" in err.lower()
+    assert f"run `python -m lit_rnncells fit --config {LOGIC} --help` to see the options a run takes." in err
+    assert "the same command with --help" not in err
+
+
 @pytest.mark.parametrize("paper", sorted(PAPERS))
 def test_every_paper_scale_run_parses_with_todays_option_names(paper, tmp_path, capsys):
     """``reproduce <paper> --scale paper --dry-run``: each run a GPU would start parses, and none uses an option

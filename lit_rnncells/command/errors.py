@@ -20,6 +20,9 @@ from ..utils.imports import import_object
 PACKAGE_DIR = Path(__file__).resolve().parents[1]  # lit_rnncells/ (this file is in lit_rnncells/command/)
 USER_ERRORS = (ValueError, TypeError, FileNotFoundError, NotADirectoryError, IsADirectoryError, KeyError,
                ArithmeticError)  # ArithmeticError: callbacks.TrainingDiverged
+SAME_COMMAND_HELP = "run the same command with --help to see the accepted options"
+"""The hint after an unrecognised argument; a runner whose runs take the arguments after ``--`` names the run's
+command instead (the runner's own --help lists only its options)."""
 _NOISE = re.compile(r"Expected a <class 'NoneType'>|Does not validate against any of the Union subtypes")
 _NOT_ACCEPTED = re.compile(r"Problem with given class_path '([\w.]+)':\s*\n\s*Option '(\w+)' is not accepted")
 _KEY = re.compile(r'Key "([\w.]+)" is not expected|Option \'([\w.]+)\' is not accepted|'
@@ -145,7 +148,7 @@ def _from_parser_report(text: str) -> Optional[str]:
         return no_option_message(class_path.rsplit('.', 1)[-1], option, _constructor_options(class_path))
     given = re.findall(r"Given value: (.*)", text)
     if text.lower().startswith("unrecognized arguments"):
-        return f"{text.strip()}; run the same command with --help to see the accepted options."
+        return f"{text.strip()}; {SAME_COMMAND_HELP}."
     lines: List[str] = [ln.strip().lstrip("- ").strip() for ln in text.splitlines()]
     lines = [ln for ln in lines if ln and not _NOISE.search(ln) and not ln.startswith(("Given value", "Subtypes:",
                                                                                         "Errors:"))]

@@ -17,7 +17,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import yaml
 
 from ...cells.registry import cell_options, get_cell
-from ...command.errors import no_option_message, user_message
+from ...command.errors import SAME_COMMAND_HELP, no_option_message, user_message
 from ..param_match import Match, ParamCounter, cell_name
 
 BUDGET_KINDS = ("epochs", "steps", "time")
@@ -307,6 +307,8 @@ def check_arguments(specs: Sequence[RunSpec]) -> None:
             message = user_message(error)
             if message is None:
                 raise
+            own_help = f"run `python -m lit_rnncells fit --config {spec.config} --help` to see the options a run takes"
+            message = message.replace(SAME_COMMAND_HELP, own_help)
             raise CompareError(f"The arguments of run {spec.run_id} are refused: {message}") from None
         finally:
             sys.argv = argv
