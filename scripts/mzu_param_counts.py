@@ -16,6 +16,7 @@ GRU+DT is printed for reference (the paper gives no size for it)::
 """
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass
 from functools import partial
 from typing import Callable, Dict, List, Optional, Tuple
@@ -84,7 +85,8 @@ def rows(setting: Setting) -> List[Tuple[str, int, int, int, Optional[float]]]:
     return out
 
 
-def main() -> None:
+def main(argv: Optional[List[str]] = None) -> None:
+    argparse.ArgumentParser(allow_abbrev=False, description=__doc__.split("\n\n")[0]).parse_args(argv)  # no options
     for setting in SETTINGS:
         sharing = "shared" if setting.shared else "not shared"
         other = "not shared" if setting.shared else "shared"

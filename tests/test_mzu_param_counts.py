@@ -47,7 +47,7 @@ def test_ptb_sizes_fall_between_our_shared_and_unshared_counts(counts: ModuleTyp
 
 
 def test_the_script_prints_both_tables(counts: ModuleType, capsys: pytest.CaptureFixture[str]) -> None:
-    counts.main()
+    counts.main([])
     out = capsys.readouterr().out
     assert "PTB (Table 1)" in out and "text8 (Table 2)" in out
     assert "40,982,811" in out and "4,951,650" in out
