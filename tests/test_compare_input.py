@@ -57,6 +57,21 @@ def test_a_setting_a_run_refuses_at_its_start_is_relayed_with_the_run(capsys, tm
     assert (out / "GRU-s1" / "log.txt").read_text().rstrip().endswith(f"error: {said}.")
 
 
+def test_only_the_last_part_of_a_run_log_gives_its_refusal(tmp_path):
+    """A run resumed after a refusal (the user fixed it) that then crashed must not be reported with the old line."""
+    from lit_rnncells.experiments.compare.runner import RESUMING, SLURM_START, refusal
+
+    log = tmp_path / "log.txt"
+    log.write_text("fit: ...\nerror: the old refusal.\n")
+    assert refusal(log) == "the old refusal."
+    for start in (f"{RESUMING} a.ckpt", f"{SLURM_START} 7 on node1 (start 2)"):
+        log.write_text(f"error: the old refusal.\n{start}\nTraceback (most recent call last):\nRuntimeError: x\n")
+        assert refusal(log) is None
+        log.write_text(f"error: the old refusal.\n{start}\nerror: the new one.\nwandb: done\n")
+        assert refusal(log) == "the new one."
+    assert refusal(tmp_path / "missing.txt") is None
+
+
 def test_different_options_of_one_cell_are_two_cells():
     from lit_rnncells.experiments.compare.sweep import check_cells
 

@@ -109,7 +109,6 @@ def figure_output(output: str | Path, option: str = "--output") -> Path:
     evaluation). Without an extension it is ``<output>.png``, the file matplotlib writes for such a name."""
     from matplotlib.figure import Figure as MatplotlibFigure
 
-
     path = Path(output)
     if not path.suffix:
         path = path.with_name(path.name + ".png")

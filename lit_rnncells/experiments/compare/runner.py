@@ -91,16 +91,30 @@ class Job:
                   f"{result[f'best {spec.monitor}']:.4g}{partial}", file=log, flush=True)
 
 
+RESUMING = "compare: resuming from"
+"""The line :func:`open_log` writes before a resumed run's part of its log."""
+SLURM_START = "compare: Slurm job"
+"""The line a Slurm job writes before its part of a run's log (:mod:`.slurm`)."""
+STARTS = (RESUMING, SLURM_START)
+"""The lines that begin a part of a run's log: a local resume, a Slurm job's start."""
+
+
 def refusal(log_file: Path, tail_bytes: int = 65536) -> Optional[str]:
-    """The sentence of the last ``error:`` line of a run's log (a setting the run refused, :func:`.child.child_main`),
-    or ``None`` (a crash: its traceback is the log's end)."""
+    """The sentence of the ``error:`` line that ends the last part of a run's log (a setting the run refused,
+    :func:`.child.child_main`), or ``None`` (a crash: its traceback ends it). An earlier part's line (the run
+    resumed since) does not count."""
     try:
         with open(log_file, "rb") as handle:
             handle.seek(max(0, handle.seek(0, os.SEEK_END) - tail_bytes))
             lines = handle.read().decode("utf-8", "replace").splitlines()
     except OSError:
         return None
-    return next((line[len("error: "):].strip() for line in reversed(lines) if line.startswith("error: ")), None)
+    for line in reversed(lines):
+        if line.startswith(STARTS):
+            return None
+        if line.startswith("error: "):
+            return line[len("error: "):].strip()
+    return None
 
 
 class ProgressLines:
@@ -139,7 +153,7 @@ def open_log(job: Job) -> Any:
     """The run's ``log.txt``: appended to (with a line saying so) when it resumes, else written anew."""
     log = open(Path(job.spec.folder) / "log.txt", "a" if job.resume_from is not None else "w")
     if job.resume_from is not None:
-        log.write(f"\ncompare: resuming from {job.resume_from}\n")
+        log.write(f"\n{RESUMING} {job.resume_from}\n")
         log.flush()
     return log
 

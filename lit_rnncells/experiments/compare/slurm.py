@@ -29,7 +29,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence
 from .folders import resume_checkpoint
 from .planning import CompareError, RunSpec
 from .options import PROGRESS_EVERY
-from .runner import ROOT, Job, Launcher, ProgressLines, child_env, read_result
+from .runner import ROOT, SLURM_START, Job, Launcher, ProgressLines, child_env, read_result
 from .slurm_settings import SlurmSettings, SlurmSettingsError, import_submitit
 
 submitit = import_submitit()
@@ -74,7 +74,7 @@ class SlurmRun(submitit.helpers.Checkpointable):
         with open(log_path, "a") as log:
             restart = os.environ.get("SLURM_RESTART_COUNT", "0")
             resuming = f", resuming from {found[0]} (step {found[1]})" if found is not None else ""
-            log.write(f"compare: Slurm job {job} on {socket.gethostname()} "
+            log.write(f"{SLURM_START} {job} on {socket.gethostname()} "
                       f"(start {int(restart) + 1}){resuming}\n")
             log.flush()
             self._proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=child_env(self.env),
