@@ -7,6 +7,7 @@ import io
 import json
 import os
 import shutil
+import warnings
 from pathlib import Path
 
 import pytest
@@ -65,6 +66,22 @@ def test_outputs_csv_table_and_curves(sweep):
     for name in ("curves_steps.png", "curves_seconds.png"):
         data = (out / name).read_bytes()
         assert data[:8] == PNG and len(data) > 5000
+
+
+def test_testing_a_runs_checkpoint_has_no_warning_about_the_runners_callbacks(sweep, tmp_path, capsys, monkeypatch):
+    """A comparison run's checkpoint holds the state of the runner's callbacks (its best checkpoint, its curves);
+    ``test`` of it warned that those "need to be provided", which concerns only a fit that goes on."""
+    from lit_rnncells.cli import run
+
+    out, _, _ = sweep
+    result = json.loads((out / "GRU-h4-s1" / "result.json").read_text())
+    monkeypatch.chdir(tmp_path)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert run(["test", "--config", str(out / "GRU-h4-s1" / "config.yaml"), "--ckpt_path",
+                    result["checkpoint"]]) == 0
+    said = [str(w.message) for w in caught] + [capsys.readouterr().err]
+    assert not any("callbacks used to create the checkpoint" in text for text in said), said
 
 
 def test_resume_skips_finished_runs_and_resumes_the_unfinished_one(sweep):

@@ -81,6 +81,13 @@ class Record(Callback):
         self.losses.append(float(outputs["loss"]))
 
 
+def test_no_prompts_to_continue_is_refused(corpus: Path) -> None:
+    """predict with ``prompts: []`` returned nothing (Lightning warned of an empty loader); a string is not a list."""
+    for prompts in ([], "the "):
+        with pytest.raises(ValueError, match="prompts must be a list of texts to continue"):
+            data(corpus, prompts=prompts)
+
+
 @pytest.mark.parametrize("cell", ["GRU", "LSTM"])
 def test_tbptt_carries_state_exactly(corpus: Path, cell: str) -> None:
     """Window losses of a (frozen, eval-mode) model trained through the loop equal the whole-stream

@@ -25,7 +25,7 @@ from .callbacks import (DIVERGENCE_PATIENCE, DIVERGENCE_THRESHOLD, FiniteGuard, 
                         LastCheckpointKeptCurrent, PredictionWriter, run_checkpoint)
 from ..data.checkpoint_state import ignored_options_warning, read_checkpoint
 from ..utils.progress import LineProgress, wants_line_progress
-from ..utils.quiet import quiet_mid_epoch_resume_warning
+from ..utils.quiet import quiet_evaluation_warnings, quiet_mid_epoch_resume_warning
 from .checkpoint_options import DATA_TO_MODEL_LINKS, compare_with_checkpoint
 from .deprecated_names import regroup_init_args
 from .monitor_check import MonitoredMetricsCheck
@@ -205,6 +205,8 @@ class LitRNNCellsCLI(LightningCLI):
         if self.subcommand in ("test", "validate", "predict") and getattr(logger, "get", None) is not None \
                 and logger.get("class_path") == DEFAULT_LOGGER:
             trainer["logger"] = False  # evaluating a checkpoint opens no new W&B run (pass a logger to log one)
+        if self.subcommand in ("test", "validate", "predict"):
+            quiet_evaluation_warnings()
         if self.subcommand in ("test", "validate") and "verbose" in config:
             config["verbose"] = False  # we print the metrics ourselves, rounded (after_test / after_validate)
         if self.subcommand == "predict" and not config.get("predict_output") and trainer is not None:

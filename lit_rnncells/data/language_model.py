@@ -277,6 +277,9 @@ class LanguageModelDataModule(SplitCheckMixin, LightningDataModule):
                 raise ValueError(f"{name} must be a positive integer, got {value!r}.")
         if temperature < 0:
             raise ValueError(f"temperature must be 0 (greedy) or positive, got {temperature}.")
+        if isinstance(prompts, str) or not list(prompts):  # predict returned nothing, with Lightning's warnings
+            raise ValueError(f"prompts must be a list of texts to continue, got {prompts!r}; give e.g. "
+                             "--data.init_args.prompts '[\"the \"]' (an empty text starts from nothing).")
         self.save_hyperparameters(logger=False)  # the task logs them as data/...
         self.dataset = dataset
         self.data_dir = data_dir if data_dir is not None else default_data_dir(dataset)

@@ -51,6 +51,17 @@ class _DropPrefixes(logging.Filter):
         return not str(record.msg).startswith(self.prefixes)
 
 
+CALLBACKS_NOT_RESTORED_WARNING = r"Be aware that when using `ckpt_path`, callbacks used to create the checkpoint"
+"""Lightning's warning when a checkpoint holds the state of callbacks the Trainer lacks (a comparison run's best
+checkpoint and learning curves): it matters to a fit that goes on, not to ``test`` / ``validate`` / ``predict``."""
+
+
+def quiet_evaluation_warnings() -> None:
+    """Drop the warnings that concern only a fit that goes on, for an evaluating subcommand (the command line's
+    ``run()`` restores the filters when it ends)."""
+    warnings.filterwarnings("ignore", message=CALLBACKS_NOT_RESTORED_WARNING)
+
+
 SRUN_NOT_USED_WARNING = r"The `srun` command is available on your system but is not used"
 """Lightning's warning on every Trainer of a machine with Slurm installed: a hint for a job that forgot ``srun``,
 noise for a run outside any Slurm job (a login node, a workstation with Slurm installed)."""
