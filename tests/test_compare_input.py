@@ -57,6 +57,33 @@ def test_a_setting_a_run_refuses_at_its_start_is_relayed_with_the_run(capsys, tm
     assert (out / "GRU-s1" / "log.txt").read_text().rstrip().endswith(f"error: {said}.")
 
 
+@pytest.mark.parametrize("argv, extra, said", [
+    ([], ["--seed_everything", "5"], "--seed_everything after -- would override what compare sets for each run with "
+                                     "--seeds / --seed-list, giving every run the same seed"),
+    ([], ["--model.cell=MuFuRU"], "--model.cell after -- would override what compare sets for each run with --cells"),
+    ([], ["--run_dir", "elsewhere"], "with --out, giving every run the same folder"),
+    ([], ["--trainer.max_epochs=9"], "--trainer.max_epochs after -- would override what compare sets for each run "
+                                     "with --budget"),
+    (["--hidden-size", "4"], ["--model.init_args.hidden_size", "5"], "with --hidden-size / --match-params"),
+    (["--vary", "data.init_args.train_size=32,48"], ["--data.init_args.train_size", "16"],
+     "with --vary, giving every run the same data.init_args.train_size"),
+])
+def test_an_argument_after_the_separator_that_would_override_each_runs_own_is_refused(argv, extra, said, capsys,
+                                                                                     tmp_path, monkeypatch):
+    """The arguments after ``--`` come after the runner's own, so they won: ``-- --seed_everything 5`` made three
+    seeds one, ``-- --model.init_args.cell MuFuRU`` made every cell a MuFuRU, with nothing said."""
+    monkeypatch.setenv("WANDB_MODE", "disabled")
+    err = one_error_line(capsys, ["--config", CONFIG, "--cells", "GRU", "MuFuRU", *argv, *TINY, *extra], tmp_path)
+    assert said in err and err.endswith(".")
+
+
+def test_the_configs_own_hidden_size_may_come_after_the_separator_without_matching(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("WANDB_MODE", "disabled")
+    assert cmp.main(["--out", str(tmp_path), "--budget", "steps=1", "--seeds", "1", "--no-wandb", "--config", CONFIG,
+                     "--cells", "GRU", "--dry-run", *TINY, "--model.init_args.hidden_size", "5"]) == 0
+    assert "--model.init_args.hidden_size 5" in capsys.readouterr().err
+
+
 def test_only_the_last_part_of_a_run_log_gives_its_refusal(tmp_path):
     """A run resumed after a refusal (the user fixed it) that then crashed must not be reported with the old line."""
     from lit_rnncells.experiments.compare.runner import RESUMING, SLURM_START, refusal

@@ -42,6 +42,34 @@ def check_match_params(match_params: Optional[Union[int, str]], hidden_size: Opt
             raise CompareError(str(error).replace("--cells", f"--match-params {match_params!r}", 1)) from None
 
 
+def option_key(token: str) -> Optional[str]:
+    """The dotted key a command-line token sets (``--model.init_args.cell=GRU`` → ``model.cell``: the ``init_args``
+    level is optional on the command line), or ``None`` for a value."""
+    if not token.startswith("--"):
+        return None
+    return ".".join(part for part in token[2:].split("=", 1)[0].split(".") if part != "init_args")
+
+
+def check_extra(extra: Sequence[str], hidden_set: bool, grid_keys: Sequence[str]) -> None:
+    """The arguments after ``--`` reach every run after the runner's own, so one that sets what the runner sets per
+    run (its seed, folder, budget, cell, hidden size, a ``--vary`` key) would silently give every run the same value:
+    three seeds one seed, two cells one cell. Refused, naming the runner's option for it."""
+    owned = {"seed_everything": ("--seeds / --seed-list", "the same seed"),
+             "run_dir": ("--out", "the same folder"),
+             "model.cell": ("--cells", "the same cell"),
+             **{f"trainer.{name}": ("--budget", "a budget other than --budget's") for name in
+                ("max_epochs", "max_steps", "max_time")},
+             **{option_key(f"--{key}"): ("--vary", f"the same {key}") for key in grid_keys}}
+    if hidden_set:
+        owned["model.hidden_size"] = ("--hidden-size / --match-params", "the same hidden size")
+    for token in extra:
+        key = option_key(str(token))
+        if key in owned:
+            option, effect = owned[key]
+            raise CompareError(f"{str(token).split('=', 1)[0]} after -- would override what compare sets for each run "
+                               f"with {option}, giving every run {effect}; drop it and use {option}.")
+
+
 def check_cells(cells: Sequence[CellSpec]) -> List[Any]:
     """The cells as the runner takes them (:func:`.planning.check_cell`); at least one, none named twice (the same
     class with the same options, whatever the spelling: ``GRU gru``, options in another order)."""
@@ -144,6 +172,7 @@ def compare(config: str, cells: Sequence[CellSpec], seeds: Union[int, Sequence[i
     grid = parse_vary(vary)
     check_match_params(matching.match_params, matching.hidden_size, grid)
     seed_list = check_seeds(seeds)
+    check_extra(runs.extra, matching.hidden_size is not None or matching.match_params is not None, [k for k, _ in grid])
     if runs.keep_epoch_checkpoints and not runs.test_every_epoch:
         raise CompareError("--keep-epoch-checkpoints keeps the epochs' checkpoints that --test-every-epoch writes; "
                            "add --test-every-epoch, or drop --keep-epoch-checkpoints.")
