@@ -77,6 +77,22 @@ def test_an_argument_after_the_separator_that_would_override_each_runs_own_is_re
     assert said in err and err.endswith(".")
 
 
+@pytest.mark.parametrize("vary, said", [
+    ("model.init_args.cell=GRU,LSTM", "--vary model.init_args.cell varies what compare sets for each run with --cells; "
+                                      "name each cell in --cells."),
+    ("trainer.max_steps=2,4", "--vary trainer.max_steps varies what compare sets for each run with --budget; run one "
+                              "compare per budget"),
+    ("model.hidden_size=4,8", "--vary model.hidden_size varies what compare sets for each run with --hidden-size / "
+                              "--match-params; drop --hidden-size / --match-params or the --vary."),
+])
+def test_a_vary_key_the_runner_sets_is_refused(vary, said, capsys, tmp_path, monkeypatch):
+    """A --vary value came after the runner's own argument and won: two runs labelled GRU trained a GRU and an LSTM."""
+    monkeypatch.setenv("WANDB_MODE", "disabled")
+    err = one_error_line(capsys, ["--config", CONFIG, "--cells", "GRU", "--hidden-size", "4", "--vary", vary, *TINY],
+                         tmp_path)
+    assert said in err
+
+
 def test_the_configs_own_hidden_size_may_come_after_the_separator_without_matching(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("WANDB_MODE", "disabled")
     assert cmp.main(["--out", str(tmp_path), "--budget", "steps=1", "--seeds", "1", "--no-wandb", "--config", CONFIG,

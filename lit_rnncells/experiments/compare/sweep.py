@@ -50,18 +50,33 @@ def option_key(token: str) -> Optional[str]:
     return ".".join(part for part in token[2:].split("=", 1)[0].split(".") if part != "init_args")
 
 
-def check_extra(extra: Sequence[str], hidden_set: bool, grid_keys: Sequence[str]) -> None:
-    """The arguments after ``--`` reach every run after the runner's own, so one that sets what the runner sets per
-    run (its seed, folder, budget, cell, hidden size, a ``--vary`` key) would silently give every run the same value:
-    three seeds one seed, two cells one cell. Refused, naming the runner's option for it."""
+def runner_keys(hidden_set: bool) -> Dict[str, Tuple[str, str]]:
+    """What the runner sets for each run, by :func:`option_key`: its option and what another value for every run
+    would do."""
     owned = {"seed_everything": ("--seeds / --seed-list", "the same seed"),
              "run_dir": ("--out", "the same folder"),
              "model.cell": ("--cells", "the same cell"),
              **{f"trainer.{name}": ("--budget", "a budget other than --budget's") for name in
-                ("max_epochs", "max_steps", "max_time")},
-             **{option_key(f"--{key}"): ("--vary", f"the same {key}") for key in grid_keys}}
+                ("max_epochs", "max_steps", "max_time")}}
     if hidden_set:
         owned["model.hidden_size"] = ("--hidden-size / --match-params", "the same hidden size")
+    return owned
+
+
+def check_extra(extra: Sequence[str], hidden_set: bool, grid_keys: Sequence[str]) -> None:
+    """The arguments after ``--`` reach every run after the runner's own, so one that sets what the runner sets per
+    run (its seed, folder, budget, cell, hidden size, a ``--vary`` key) would silently give every run the same value:
+    three seeds one seed, two cells one cell. Refused, naming the runner's option for it; so is a ``--vary`` key of
+    the runner's (its values came after the runner's and won too)."""
+    owned = runner_keys(hidden_set)
+    for key in grid_keys:
+        if option_key(f"--{key}") in owned:
+            option = owned[option_key(f"--{key}")][0]
+            fix = {"--cells": "name each cell in --cells",
+                   "--budget": "run one compare per budget (a longer --budget goes on from the finished runs)"}.get(
+                option, f"drop {option} or the --vary")
+            raise CompareError(f"--vary {key} varies what compare sets for each run with {option}; {fix}.")
+    owned.update({option_key(f"--{key}"): ("--vary", f"the same {key}") for key in grid_keys})
     for token in extra:
         key = option_key(str(token))
         if key in owned:
