@@ -119,6 +119,14 @@ def test_a_datamodules_dataset_name_stands_for_its_release_and_a_typo_gets_a_sug
     assert code == 2 and "error: Unknown dataset 'ptb_wrd' (did you mean 'ptb_word'?); choose one of" in out
 
 
+@pytest.mark.parametrize("mirror", ["ftp://mirror.example.org/data", "mirror.example.org/data"])
+def test_a_mirror_that_is_no_url_prepare_reads_is_refused_before_anything_is_written(capsys, tmp_path, mirror):
+    """It failed at the download with urllib's "unknown url type" (no fix named), after making the folder."""
+    code, out = run(capsys, "prepare", "ptb", "--dest", str(tmp_path / "ptb"), "--mirror", mirror)
+    assert code == 1 and f"error: --mirror {mirror!r} is not an http://, https:// or file:// URL" in out
+    assert not (tmp_path / "ptb").exists()
+
+
 def test_check_names_a_dest_that_is_a_file(capsys, tmp_path):
     (tmp_path / "notes.txt").write_text("mine\n")
     code, out = run(capsys, "check", "ptb", "--dest", str(tmp_path / "notes.txt"))

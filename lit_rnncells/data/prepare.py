@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from urllib.parse import urlsplit
 from typing import List, Optional
 
 from .builders import Log, PrepareError
@@ -48,6 +49,9 @@ def prepare(name: str, folder: Path, mirror: Optional[str] = None, source: Optio
             force: bool = False, log: Log = print) -> None:
     """Fetch (or take from ``source``), verify and write dataset ``name`` into ``folder``."""
     known = KNOWN[name]
+    if mirror is not None and source is None and urlsplit(mirror).scheme not in ("http", "https", "file"):
+        raise PrepareError(f"--mirror {mirror!r} is not an http://, https:// or file:// URL; give the base URL of a "
+                           "folder holding the release files, e.g. https://mirror.example.org/datasets")
     present = [f for f in _outputs(known) if (folder / f).exists()]
     if present and not force:
         raise PrepareError(f"{folder} already holds {present}; verify it with `python -m lit_rnncells.data check "
