@@ -104,6 +104,20 @@ def step_cell(cell: RecurrentCell, x_proj_t: Tensor, state: State, plan: Plan, m
     return new_state, aux
 
 
+def check_input_dtype(x: Tensor, layer: nn.Module) -> None:
+    """Floating-point input of the layer's own dtype (under autocast any float: the cast is autocast's), as
+    ``torch.nn.GRU`` asks; otherwise one sentence, not a matmul's "mat1 and mat2 must have the same dtype"."""
+    weight = next(layer.parameters(), None)
+    if weight is None or x.dtype == weight.dtype:
+        return
+    if not x.is_floating_point():
+        raise TypeError(f"Recurrent expects floating-point features, got {x.dtype}; embed token ids first (e.g. "
+                        "torch.nn.Embedding) or convert the input with .float().")
+    if not torch.is_autocast_enabled(x.device.type):
+        raise TypeError(f"Recurrent's parameters are {weight.dtype} but the input is {x.dtype}; convert one to the "
+                        f"other (x.to({weight.dtype}) or layer.to({x.dtype})), or run under torch.autocast.")
+
+
 class Recurrent(nn.Module):
     """A multi-layer, optionally bidirectional recurrent layer around any cell.
 
@@ -259,6 +273,7 @@ class Recurrent(nn.Module):
         if x.dim() != 3 or x.shape[-1] != self.input_size:
             raise ValueError(f"Recurrent expects input of shape ({'B, T' if self.batch_first else 'T, B'}, "
                              f"{self.input_size}), got {tuple(x.shape)}.")
+        check_input_dtype(x, self)
         if self.batch_first:
             x = x.transpose(0, 1)
         steps, batch = x.shape[0], x.shape[1]

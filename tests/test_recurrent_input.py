@@ -1,0 +1,46 @@
+"""What ``Recurrent`` refuses in one sentence before any step: a wrong shape, lengths outside the padded length,
+input of another dtype than its parameters (torch's matmul said "mat1 and mat2 must have the same dtype")."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from lit_rnncells.cells import GRU, SatMZU
+from lit_rnncells.nn import Recurrent
+
+
+@pytest.fixture
+def layer() -> Recurrent:
+    torch.manual_seed(0)
+    return Recurrent(GRU, 4, 8)
+
+
+def test_a_wrong_shape_names_the_expected_one(layer):
+    with pytest.raises(ValueError, match=r"Recurrent expects input of shape \(T, B, 4\), got \(2, 5, 3\)"):
+        layer(torch.randn(2, 5, 3))
+
+
+def test_lengths_outside_the_padded_length_are_refused(layer):
+    with pytest.raises(ValueError, match=r"lengths must lie in \[0, 5\]"):
+        layer(torch.randn(5, 2, 4), lengths=torch.tensor([7, 3]))
+
+
+@pytest.mark.parametrize("cell", [GRU, SatMZU])
+def test_input_of_another_float_dtype_than_the_parameters_is_one_sentence(cell):
+    layer = Recurrent(cell, 4, 8)
+    with pytest.raises(TypeError, match=r"Recurrent's parameters are torch.float32 but the input is torch.float64; "
+                                        r"convert one to the other"):
+        layer(torch.randn(5, 2, 4, dtype=torch.float64))
+    layer.double()  # the fix it names works
+    assert layer(torch.randn(5, 2, 4, dtype=torch.float64))[0].dtype == torch.float64
+
+
+def test_token_ids_are_refused_with_the_embedding_named(layer):
+    with pytest.raises(TypeError, match="Recurrent expects floating-point features, got torch.int64; embed token ids"):
+        layer(torch.ones(5, 2, 4, dtype=torch.long))
+
+
+def test_under_autocast_another_float_dtype_is_autocasts_to_cast(layer):
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out, _ = layer(torch.randn(5, 2, 4, dtype=torch.bfloat16))
+    assert out.shape == (5, 2, 8)
