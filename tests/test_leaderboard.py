@@ -194,6 +194,26 @@ def test_bad_input_is_one_error_line_before_any_run(argv, expected, tmp_path, ca
     assert not any(out.rglob("spec.json"))  # no run started
 
 
+def test_a_page_that_is_a_users_file_is_refused_before_any_run_and_kept(tmp_path, capsys):
+    """--page naming a file of the user's (notes.md) was written over with the leaderboard once the runs ended."""
+    mine = tmp_path / "notes.md"
+    mine.write_text("my notes\n")
+    out = tmp_path / "runs"
+    assert lb.main(["--tasks", "logic", "--cells", "GRU", "--page", str(mine), "--out", str(out)]) == 2
+    errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and f"--page {str(mine)!r} is a file of yours, not a leaderboard page" in errors[0]
+    assert mine.read_text() == "my notes\n" and not any(out.rglob("spec.json"))
+
+
+def test_a_page_the_leaderboard_wrote_may_be_written_again(tmp_path):
+    from lit_rnncells.experiments.leaderboard_page import PAGE_TITLE, check_page
+
+    page = tmp_path / "board.md"
+    page.write_text(f"{PAGE_TITLE}2 cells x 1 task\n\nWritten by ...\n")
+    check_page(page)  # no error: the leaderboard rewrites its own page
+    check_page(tmp_path / "new.md")
+
+
 def test_paper_sizes_run_each_config_as_it_is(tmp_path):
     """--paper-sizes: no CPU-size arguments, the config's own cell and hidden size as the target, its epochs."""
     plan = lb.make_plan(["GRU"], ["logic", "ptb_char"], 3, [], [], tmp_path / "runs", paper_sizes=True)

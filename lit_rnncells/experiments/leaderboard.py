@@ -29,7 +29,7 @@ from .compare import Budget, CompareError, Launch, Matching, RunOptions, check_c
 from .compare.cli import OneLineParser
 from .compare.launchers import check_local_launcher, slurm_launcher
 from .compare.slurm_settings import add_slurm_options
-from .leaderboard_page import TaskResult, write_page
+from .leaderboard_page import TaskResult, check_page, write_page
 from .leaderboard_tasks import TASKS, Task
 
 DEFAULT_CELLS = ("GRU", "CARU", "MuFuRU", "SatMZU(transition_depth=1)")
@@ -186,7 +186,8 @@ def leaderboard(cells: Sequence[str] = DEFAULT_CELLS, tasks: Sequence[Union[str,
     page_path = Path(page) if page is not None else plan.out / "leaderboard.md"
     try:
         check_output_file(page_path, "--page")
-    except OSError as error:
+        check_page(page_path)
+    except (OSError, ValueError) as error:
         raise CompareError(str(error)) from None
     check_tasks(plan)
     results = run_plan(plan, env, log, failed)

@@ -182,6 +182,21 @@ def task_section(result: TaskResult, cells: Sequence[str], entry_of: Dict[str, E
     return lines
 
 
+PAGE_TITLE = "# Cell leaderboard: "
+"""How a leaderboard page begins: a page that does not is a user's file, never written over."""
+
+
+def check_page(page: Path) -> None:
+    """``page`` is new or a page the leaderboard wrote (it rewrites those); any other file there is the user's."""
+    if not page.is_file():
+        return
+    with open(page, encoding="utf-8", errors="replace") as handle:
+        first = handle.readline()
+    if not first.startswith(PAGE_TITLE):
+        raise ValueError(f"--page {str(page)!r} is a file of yours, not a leaderboard page (its first line is not "
+                         f"'{PAGE_TITLE}...'); choose another --page: writing the page there would replace it.")
+
+
 def write_page(page: Path, results: Sequence[TaskResult], cells: Sequence[str], seeds: Sequence[int], command: str,
                paper_command: str = "") -> Path:
     """Write the leaderboard page and its PNGs (``<stem>_ranks.png``, ``<stem>_<task>_curves.png``) beside it."""
@@ -192,7 +207,7 @@ def write_page(page: Path, results: Sequence[TaskResult], cells: Sequence[str], 
     runs = sum(len(r.rows) for r in results)
     seconds = sum(float(row["seconds"]) for r in results for row in r.rows)
     budgets = "; ".join(f"{r.task.name} `{r.budget}`" for r in results)
-    lines = [f"# Cell leaderboard: {len(cells)} cell{'s' * (len(cells) != 1)} x {len(results)} "
+    lines = [f"{PAGE_TITLE}{len(cells)} cell{'s' * (len(cells) != 1)} x {len(results)} "
              f"task{'s' * (len(results) != 1)}", "",
              f"Written by `{command}`; rerunning it resumes (finished runs are kept) and writes this page again.", "",
              f"**Budget** per run: {budgets}; seeds {', '.join(map(str, seeds))}; parameters matched per task "
@@ -243,5 +258,6 @@ def usage_section() -> List[str]:
               "target a number or `CELL@HIDDEN`.",
               "- `--seeds N` (seeds 1..N) or `--seed-list ...`; `--out` holds the runs, one comparison per task "
               "(`runs.csv`, `summary.md`, curves), and a rerun keeps every finished run; `--page` is this page, its "
-              "PNGs written beside it.", ""]
+              "PNGs written beside it (a file there that is not a leaderboard page is refused, never written over).",
+              ""]
     return lines
