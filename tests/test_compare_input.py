@@ -100,6 +100,17 @@ def test_the_configs_own_hidden_size_may_come_after_the_separator_without_matchi
     assert "--model.init_args.hidden_size 5" in capsys.readouterr().err
 
 
+def test_an_out_folder_holding_a_users_files_of_the_outputs_names_is_refused_and_kept(capsys, tmp_path, monkeypatch):
+    """compare wrote runs.csv and summary.md over a user's own files of those names in --out."""
+    monkeypatch.setenv("WANDB_MODE", "disabled")
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "summary.md").write_text("my summary\n")
+    err = one_error_line(capsys, ["--config", CONFIG, "--cells", "GRU", *TINY], out)
+    assert f"--out {str(out)!r} holds summary.md but no comparison's runs" in err
+    assert (out / "summary.md").read_text() == "my summary\n"
+
+
 def test_only_the_last_part_of_a_run_log_gives_its_refusal(tmp_path):
     """A run resumed after a refusal (the user fixed it) that then crashed must not be reported with the old line."""
     from lit_rnncells.experiments.compare.runner import RESUMING, SLURM_START, refusal

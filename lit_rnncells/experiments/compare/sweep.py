@@ -238,8 +238,13 @@ def say_plan(specs: Sequence[RunSpec], resumes: Mapping[str, Resume], log: Any) 
           flush=True)
 
 
+OUTPUT_FILES = ("runs.csv", "summary.md", "curves_steps.png", "curves_seconds.png")
+"""What a comparison writes into ``--out`` beside its run folders (:func:`write_outputs`), rewritten by each rerun."""
+
+
 def check_input(config: str, out: Union[str, Path]) -> None:
-    """The config exists and the output folder can be written (one :class:`.planning.CompareError` if not)."""
+    """The config exists and the output folder can be written (one :class:`.planning.CompareError` if not): a
+    folder that holds files of a comparison's names but no comparison's runs is the user's, not rewritten."""
     if not Path(config).is_file():
         raise CompareError(f"The config {config!r} does not exist; pass the path of a task config, e.g. "
                            "configs/logic/gru.yaml.")
@@ -247,6 +252,11 @@ def check_input(config: str, out: Union[str, Path]) -> None:
         check_output_folder(out, "--out")
     except OSError as error:
         raise CompareError(str(error)) from None
+    folder = Path(out)
+    held = [name for name in OUTPUT_FILES if (folder / name).exists()]
+    if held and not any(folder.glob("*/spec.json")):
+        raise CompareError(f"--out {str(out)!r} holds {', '.join(held)} but no comparison's runs, so not files a "
+                           "comparison wrote; choose another --out: the comparison would write over them.")
 
 
 def monitor_and_mode(config: str, selection: Selection) -> Tuple[str, str]:
