@@ -187,9 +187,12 @@ CLI_PROBES = {
     "a negative gradient clip": (["--trainer.gradient_clip_val", "-1"],
                                  ["--trainer.gradient_clip_val -1", "is negative", "0 for no clipping"]),
     # fit trained nothing and printed the untrained model's test metrics as the run's result
-    "no epochs": (["--trainer.max_epochs", "0"], ["--trainer.max_epochs 0 trains nothing", "or -1 for no limit"]),
-    "no steps": (["--trainer.max_steps", "0"], ["--trainer.max_steps 0 trains nothing", "1 or more steps"]),
-    "no training batches": (["--trainer.limit_train_batches", "0.0"],
+    # (without the test after it, a fit of 0 steps is a setup-only baseline: scripts/bench_memory.py measures one)
+    "no epochs": (["--trainer.max_epochs", "0", "--test_after_fit", "true"],
+                  ["--trainer.max_epochs 0 trains nothing", "or -1 for no limit"]),
+    "no steps": (["--trainer.max_steps", "0", "--test_after_fit", "true"],
+                 ["--trainer.max_steps 0 trains nothing", "1 or more steps"]),
+    "no training batches": (["--trainer.limit_train_batches", "0.0", "--test_after_fit", "true"],
                             ["--trainer.limit_train_batches 0.0 trains nothing", "a fraction of an epoch in (0, 1]"]),
     # Lightning refused it once the data was loaded, at the fit's start: a traceback through its fit loop
     "validation interval over an epoch": (["--trainer.val_check_interval", "1000"],

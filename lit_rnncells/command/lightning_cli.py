@@ -199,7 +199,7 @@ class LitRNNCellsCLI(LightningCLI):
         check_output_paths(trainer)
         if self.subcommand in ("fit", None):  # None: a caller fits (compare's runs)
             check_validation_interval(trainer, data)
-            check_trainer_numbers(trainer)
+            check_trainer_numbers(trainer, tests_after=bool(config.get("test_after_fit")))
             check_validation_for_scheduler(trainer, config.get("model"))
         logger = trainer.get("logger") if trainer is not None else None
         if self.subcommand in ("test", "validate", "predict") and getattr(logger, "get", None) is not None \

@@ -123,12 +123,14 @@ def check_validation_interval(trainer_config: Any, data_config: Any) -> None:
                          "batches (an int, e.g. 500) or 1.0, or set variable_bptt false.")
 
 
-def check_trainer_numbers(trainer_config: Any) -> None:
+def check_trainer_numbers(trainer_config: Any, tests_after: bool = False) -> None:
     """Trainer numbers Lightning takes without checking: ``accumulate_grad_batches`` 0 (it divided by it at the
     first step: ``ZeroDivisionError``), ``check_val_every_n_epoch`` 0 (the same at the first epoch's end), a
     negative ``gradient_clip_val``, which torch's norm clipping turns into a negative scale: every gradient
-    reversed, so the run climbs its loss, and ``max_epochs``, ``max_steps`` or ``limit_train_batches`` 0, with
-    which fit trained nothing and then reported the untrained model's test metrics as the run's result."""
+    reversed, so the run climbs its loss, and, when the fit then tests (``tests_after``: ``--test_after_fit``),
+    ``max_epochs``, ``max_steps`` or ``limit_train_batches`` 0, with which it trained nothing and reported the
+    untrained model's test metrics as the run's result (without the test, a fit of 0 steps is a setup-only
+    baseline: scripts/bench_memory.py measures one)."""
     if trainer_config is None:
         return
     accumulate = trainer_config.get("accumulate_grad_batches")
@@ -140,7 +142,7 @@ def check_trainer_numbers(trainer_config: Any) -> None:
         raise ValueError(f"--trainer.check_val_every_n_epoch {every} is not a positive number of epochs; use 1 or "
                          "more, or null to validate by --trainer.val_check_interval batches alone.")
     for option, unit in (("max_epochs", "epochs"), ("max_steps", "steps"), ("limit_train_batches", "batches")):
-        value = trainer_config.get(option)
+        value = trainer_config.get(option) if tests_after else None
         if isinstance(value, (int, float)) and not isinstance(value, bool) and value == 0:
             raise ValueError(f"--trainer.{option} {value} trains nothing (fit would test the untrained model); give "
                              f"1 or more {unit}" + (" or -1 for no limit" if option != "limit_train_batches" else
