@@ -165,6 +165,26 @@ CLI_PROBES = {
         "Unknown DataModule class 'LogicDataModul' (--data). Did you mean 'LogicDataModule'? Known:",
         "LanguageModelDataModule, LogicDataModule, TranslationDataModule;"]),
     "a class that is not a task": (["--model", "torch.nn.Linear"], ["'torch.nn.Linear' is not a task class (--model)"]),
+    # a user's class by its import path, its module not on Python's path (the command run from another folder):
+    # "Parser key ... rejects the value", or "Unknown task class" for a class the message then said to name so
+    "own cell from a module not on the path": (["--model.init_args.cell", "no_such_module_xyz.cells.MyCell"], [
+        "Cell 'no_such_module_xyz.cells.MyCell' cannot be imported: there is no module 'no_such_module_xyz' on "
+        "Python's path; run the command from the folder that holds no_such_module_xyz, or add that folder to "
+        "PYTHONPATH."]),
+    "own cell's class_path from a module not on the path": (
+        ["--model.init_args.cell", '{"class_path": "no_such_module_xyz.cells.MyCell"}'],
+        ["no_such_module_xyz.cells.MyCell (in the config or on the command line) cannot be imported: there is no "
+         "module 'no_such_module_xyz' on Python's path"]),
+    "own task from a module not on the path": (["--model", "no_such_module_xyz.MyTask"], [
+        "no_such_module_xyz.MyTask (in the config or on the command line) cannot be imported: there is no module "
+        "'no_such_module_xyz' on Python's path; run the command from the folder that holds no_such_module_xyz"]),
+    "own callback from a module not on the path": (["--trainer.callbacks+=no_such_module_xyz.MyCallback"], [
+        "no_such_module_xyz.MyCallback (in the config or on the command line) cannot be imported: there is no "
+        "module 'no_such_module_xyz' on Python's path"]),
+    "misspelt class in a module": (["--trainer.callbacks+=lightning.pytorch.callbacks.ModelCheckpoin"], [
+        "lightning.pytorch.callbacks.ModelCheckpoin (in the config or on the command line) cannot be imported: "
+        "module lightning.pytorch.callbacks has no 'ModelCheckpoin' (did you mean "
+        "lightning.pytorch.callbacks.ModelCheckpoint?)."]),
     # Lightning divided by it at the first training step (ZeroDivisionError, a traceback)
     "validation every 0 batches": (["--trainer.val_check_interval", "0"],
                                    ["--trainer.val_check_interval 0 is not a positive number", "e.g. 0.25"]),
@@ -210,6 +230,56 @@ CLI_PROBES = {
 def test_configuration_mistakes(probe, workdir, capsys):
     extra, fragments = CLI_PROBES[probe]
     expect_error(capsys, workdir, ["fit", "--config", LOGIC, *TINY_LOGIC, *QUIET, *extra], *fragments, code=2)
+
+
+def test_a_users_module_that_fails_when_imported_is_named_with_its_error_and_line(workdir, capsys, monkeypatch):
+    """Was a traceback (the cell named as a string) or "Parser key ... rejects the value" (a config's class_path)."""
+    (workdir / "broken_user_cells_xyz.py").write_text("from lit_rnncells.cells import GRU\nx = undefined_name\n")
+    monkeypatch.syspath_prepend(str(workdir))
+    for cell in ("broken_user_cells_xyz.GRU", '{"class_path": "broken_user_cells_xyz.GRU"}'):
+        line = expect_error(capsys, workdir, ["fit", "--config", LOGIC, *TINY_LOGIC, *QUIET,
+                                              "--model.init_args.cell", cell], code=2)
+        assert ("cannot be imported: importing broken_user_cells_xyz raised NameError: name 'undefined_name' is not "
+                f"defined (at {workdir / 'broken_user_cells_xyz.py'}:2); fix broken_user_cells_xyz") in line, line
+
+
+def test_a_run_of_a_users_cell_tested_from_another_folder_names_the_folder_to_run_from(tmp_path, capsys):
+    """A fit of a cell from the user's module, then ``test`` with its config from a folder where that module is
+    not importable: its config names the cell's class_path, which jsonargparse reported as 'Parser key "model"
+    expects str, got {the whole model dict}'."""
+    import importlib
+    import sys
+
+    project = tmp_path / "project"
+    (project / "user_cells_elsewhere_xyz").mkdir(parents=True)
+    (project / "user_cells_elsewhere_xyz" / "__init__.py").write_text(
+        "from lit_rnncells.cells import GRU\n\n\nclass MyGRU(GRU):\n    pass\n")
+    sys.path.insert(0, str(project))
+    try:
+        ckpt = fit_logic_with(project, ["--model.init_args.cell", "user_cells_elsewhere_xyz.MyGRU"])
+    finally:
+        sys.path.remove(str(project))
+        sys.modules.pop("user_cells_elsewhere_xyz", None)
+        importlib.invalidate_caches()
+    config = next(project.rglob("config.yaml"))
+    assert "user_cells_elsewhere_xyz.MyGRU" in config.read_text()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    line = expect_error(capsys, elsewhere, ["test", "--config", str(config), "--ckpt_path", str(ckpt)], code=2)
+    assert line == ("error: user_cells_elsewhere_xyz.MyGRU (in the config or on the command line) cannot be imported: "
+                    "there is no module 'user_cells_elsewhere_xyz' on Python's path; run the command from the folder "
+                    "that holds user_cells_elsewhere_xyz, or add that folder to PYTHONPATH.")
+
+
+def fit_logic_with(folder: Path, extra: List[str]) -> Path:
+    """:func:`fit_logic` with ``extra`` arguments, run from ``folder`` (where its run folder goes)."""
+    old = os.getcwd()
+    os.chdir(folder)
+    try:
+        assert run(["fit", "--config", LOGIC, *TINY_LOGIC, *QUIET, "--trainer.logger", "false", *extra]) == 0
+    finally:
+        os.chdir(old)
+    return next(p for p in folder.rglob("*.ckpt"))
 
 
 def test_predict_without_a_checkpoint(workdir, capsys):

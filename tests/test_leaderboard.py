@@ -178,7 +178,8 @@ def main_table_of(text: str, path: Path) -> dict:
 @pytest.mark.parametrize("argv, expected", [
     (["--tasks", "logic", "nope"], "--tasks: unknown task 'nope'; use one of logic, ptb_char"),
     (["--cells", "GRU", "NoSuchCell"], "Unknown cell 'NoSuchCell'"),
-    (["--cells", "GRU", "tests.examples.no_module:Cell"], "could not be imported"),
+    (["--cells", "GRU", "tests.examples.no_module:Cell"],
+     "cannot be imported: there is no module 'tests.examples.no_module'; check the spelling"),
     (["--budget", "steps=0"], "--budget 'steps=0' is not KIND=N"),
     (["--budget", "steps=3", "epochs=2"], "give one, and the others as TASK:VALUE"),
     (["--tasks", "logic", "--match-params", "ptb_char:GRU@8"], "'ptb_char' is not a task --tasks chooses"),

@@ -10,7 +10,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 from lightning.pytorch import LightningModule
 
 from ..data.checkpoint_state import read_checkpoint
-from ..utils.imports import import_object
+from ..utils.imports import import_object, import_problem
 from ..utils.paths import check_output_file
 
 
@@ -48,8 +48,8 @@ def task_class(checkpoint: Dict[str, Any], path: str) -> type:
                          "`python -m lit_rnncells fit` saved.")
     cls = import_object(qualified)
     if cls is None:
-        raise ValueError(f"{path!r} was written by {qualified}, which cannot be imported here; install or put on "
-                         "PYTHONPATH the package that defines it.")
+        raise ValueError(f"{path!r} was written by {qualified}, which cannot be imported here: "
+                         f"{import_problem(qualified) or 'it is no package.module.Class path'}.")
     return cls
 
 
@@ -89,8 +89,8 @@ def checkpoint_datamodule(path: str, checkpoint: Dict[str, Any], data_dir: Optio
     name = str(class_path).rpartition(".")[2]
     cls = import_object(str(class_path))
     if cls is None:
-        raise ValueError(f"{path!r} was trained with {class_path}, which cannot be imported here; install or put on "
-                         "PYTHONPATH the package that defines it.")
+        raise ValueError(f"{path!r} was trained with {class_path}, which cannot be imported here: "
+                         f"{import_problem(str(class_path)) or 'it is no package.module.Class path'}.")
     if expected is not None and not (isinstance(cls, type) and issubclass(cls, expected)):
         fix = fix or f"pass a checkpoint of a task that reads {expected.__name__}."
         raise ValueError(f"{path!r} was trained with {name}, not {expected.__name__}; {fix}")

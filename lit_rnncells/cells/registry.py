@@ -7,7 +7,7 @@ import re
 from typing import Any, Callable, Dict, List, Optional, Sequence, Type, TypeVar
 
 from .base import RecurrentCell
-from ..utils.imports import import_object
+from ..utils.imports import import_object, import_problem
 
 _CELLS: Dict[str, Type[RecurrentCell]] = {}
 
@@ -81,6 +81,10 @@ def _options_form(name: str) -> Optional[str]:
             f"--model.init_args.cell '{{\"class_path\": \"{cls.__name__}\", \"init_args\": {{{fixed}}}}}'.")
 
 
+_IMPORT_PATH = re.compile(r"[A-Za-z_][\w.]*[.:][A-Za-z_]\w*")
+"""``package.module.Name`` or ``package.module:Name``: a name :func:`get_cell` imports."""
+
+
 def get_cell(name: str) -> Type[RecurrentCell]:
     """The cell class registered as ``name``, or at the import path ``name`` (``mycells.minimal.MyCell`` or
     ``mycells.minimal:MyCell``); a clear error lists the known ones."""
@@ -93,9 +97,14 @@ def get_cell(name: str) -> Type[RecurrentCell]:
         form = _options_form(name)
         if form is not None:
             raise UnknownCellError(form) from None
-        if "class_path" in name or "." in name or ":" in name:
+        if "class_path" in name:
             raise UnknownCellError(f"Cell {name!r} could not be imported: check the class_path spelling, e.g. "
                                    f"'lit_rnncells.cells.GRU'. Known cells: {', '.join(available_cells())}.") from None
+        if _IMPORT_PATH.fullmatch(name):
+            problem = import_problem(name)
+            raise UnknownCellError(f"Cell {name!r} cannot be imported: {problem}." if problem is not None else
+                                   f"{name!r} is not a cell: a cell subclasses lit_rnncells.cells.RecurrentCell "
+                                   f"(README, \"Adding a cell\"). Known cells: {', '.join(available_cells())}.") from None
         known = available_cells()
         by_key = {_key(k): k for k in known}
         close = difflib.get_close_matches(_key(name), list(by_key), n=1, cutoff=0.6)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Iterator, List, Optional
 
 from ..cells.registry import available_cells, cell_options, get_cell, no_option_message  # noqa: F401
-from ..utils.imports import import_object
+from ..utils.imports import import_object, import_problem
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]  # lit_rnncells/ (this file is in lit_rnncells/command/)
 USER_ERRORS = (ValueError, TypeError, FileNotFoundError, NotADirectoryError, IsADirectoryError, KeyError,
@@ -120,6 +120,8 @@ def _class_message(text: str) -> Optional[str]:
     given = next((g for m in _CLASS_GIVEN.finditer(text) for g in m.groups() if g), None)
     if key is None or given is None:
         return None
+    if "." in given and not given.startswith("lit_rnncells.") and import_problem(given) is not None:
+        return None  # a user's class that does not import: _unimportable_message says why
     what = {"model": "task class", "data": "DataModule class"}[key.group(1)]
     known = _known_classes(key.group(1))
     short = given.rsplit(".", 1)[-1]
@@ -133,6 +135,22 @@ def _class_message(text: str) -> Optional[str]:
             f"module is named by its import path (mymodule.My{'Task' if key.group(1) == 'model' else 'DataModule'}).")
 
 
+_CLASS_PATH = re.compile(r"class_path(?:=| |': )'([A-Za-z_][\w.]*[.:][A-Za-z_]\w*)'")
+"""A class path in a jsonargparse report: ``class_path='x.Y'`` (a namespace), ``'class_path': 'x.Y'`` (a dict),
+``class_path 'x.Y'`` (its "Problem with given class_path" line)."""
+
+
+def _unimportable_message(text: str) -> Optional[str]:
+    """A class path of the report that does not import (a user's module run from another folder, a typo in a
+    module's name, the user's module failing while it is imported): why, and the fix. jsonargparse reports it as
+    a value the key rejects, or as an unknown class."""
+    for path in dict.fromkeys(_CLASS_PATH.findall(text)):
+        problem = import_problem(path)
+        if problem is not None:
+            return f"{path} (in the config or on the command line) cannot be imported: {problem}."
+    return None
+
+
 def _from_parser_report(text: str) -> Optional[str]:
     """The actionable line of a jsonargparse report."""
     cell = _cell_option_message(text)
@@ -142,6 +160,9 @@ def _from_parser_report(text: str) -> Optional[str]:
         named = _class_message(text)
         if named is not None:
             return named
+    unimportable = _unimportable_message(text)
+    if unimportable is not None:
+        return unimportable
     match = _NOT_ACCEPTED.search(text)
     if match:
         class_path, option = match.groups()

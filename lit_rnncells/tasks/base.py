@@ -11,7 +11,7 @@ from lightning.pytorch.trainer.states import TrainerFn
 from torch import Tensor
 
 from ..cells.base import CellFactory
-from ..cells.registry import get_cell
+from ..cells.registry import UnknownCellError, get_cell
 from ..data.checkpoint_state import reopen_cut_epoch
 from ..utils.loggers import log_grouped_hyperparameters
 from ..nn.backend import check_backend
@@ -23,11 +23,17 @@ CellSpec = Union[CellFactory, str]
 
 
 def _import_cell(class_path: str) -> type:
-    """A cell class from a registered name or a dotted import path."""
+    """A cell class from a registered name or a dotted import path (a registered cell's path from an older release
+    finds it by its name); a path that is neither says why it does not import."""
     found = import_object(class_path) if "." in class_path else None
     if found is not None:
         return found
-    return get_cell(class_path.rsplit(".", 1)[-1])
+    try:
+        return get_cell(class_path.rsplit(".", 1)[-1])
+    except UnknownCellError:
+        if "." not in class_path:
+            raise
+        return get_cell(class_path)  # not registered under its name either: the import path's own error
 
 
 def cell_config(cell: Any) -> Any:
