@@ -6,8 +6,11 @@ import os
 import sys
 from pathlib import Path
 
+import torch
+
 from lit_rnncells.cells import registry
 from lit_rnncells.cli import run
+from lit_rnncells.tasks import LogicEvaluator
 
 ROOT = Path(__file__).resolve().parents[1]
 LOGIC = str(ROOT / "configs" / "logic" / "mufuru.yaml")
@@ -22,7 +25,35 @@ def test_a_cell_of_a_users_module_trains_by_its_import_path(tmp_path, monkeypatc
     monkeypatch.chdir(ROOT)  # where tests.examples imports, as the README says for a user's module
     assert run(["fit", "--config", LOGIC, *TINY, "--trainer.default_root_dir", str(tmp_path),
                 "--model.init_args.cell", "tests.examples.minimal_cell.MinimalRNN"]) == 0
-    assert list(tmp_path.rglob("*.ckpt"))
+    checkpoint = next(tmp_path.rglob("*.ckpt"))
+    # the checkpoint names the cell by its import path, not by the name it registers (which a fresh process, the
+    # module not imported, did not know: analysis and load_from_checkpoint failed in jsonargparse)
+    saved = torch.load(checkpoint, weights_only=True)["hyper_parameters"]["cell"]
+    assert saved == {"class_path": "tests.examples.minimal_cell.MinimalRNN", "init_args": {}}
+    monkeypatch.setattr(registry, "_CELLS", dict(registry._CELLS))
+    registry._CELLS.pop("minimalrnn")  # as in a fresh process
+    monkeypatch.delitem(sys.modules, "tests.examples.minimal_cell")
+    model = LogicEvaluator.load_from_checkpoint(checkpoint, weights_only=True)
+    assert type(model.rnn.cells[0]).__name__ == "MinimalRNN"
+
+
+def test_a_checkpoint_whose_cell_does_not_import_is_one_line_for_the_figures(tmp_path, capsys, monkeypatch):
+    """``analysis`` on a checkpoint of a user's cell, from a folder where its module is not importable: one line
+    naming the module and the fix (was jsonargparse's traceback from inside ``load_from_checkpoint``)."""
+    from lit_rnncells.analysis.__main__ import main as analysis_main
+
+    monkeypatch.chdir(tmp_path)
+    assert run(["fit", "--config", LOGIC, *TINY, "--trainer.default_root_dir", str(tmp_path)]) == 0
+    checkpoint = torch.load(next(tmp_path.rglob("*.ckpt")), weights_only=True)
+    checkpoint["hyper_parameters"]["cell"] = {"class_path": "gone_user_cells_xyz.MyCell", "init_args": {}}
+    moved = tmp_path / "moved.ckpt"
+    torch.save(checkpoint, moved)
+    capsys.readouterr()  # the fit's lines
+    assert analysis_main(["mufuru-ops", "--ckpt_path", str(moved), "--output", str(tmp_path / "ops.png")]) == 2
+    lines = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+    assert lines == [f"error: {str(moved)!r} was trained with gone_user_cells_xyz.MyCell, which cannot be imported "
+                     "here: there is no module 'gone_user_cells_xyz' on Python's path; run the command from the "
+                     "folder that holds gone_user_cells_xyz, or add that folder to PYTHONPATH."]
 
 
 def test_an_unimported_cell_name_suggests_the_import_path(tmp_path, capsys, monkeypatch):

@@ -41,14 +41,14 @@ def cell_config(cell: Any) -> Any:
     if isinstance(cell, (str, dict)):
         return cell
     if isinstance(cell, type):
-        try:
-            if get_cell(cell.__name__) is cell:
+        try:  # a cell the package ships: its registered name
+            if cell.__module__.startswith("lit_rnncells.") and get_cell(cell.__name__) is cell:
                 return cell.__name__
         except ValueError:
             pass
-        if "<" not in cell.__qualname__:  # a cell of a user's module, not registered: its import path, so a
-            return f"{cell.__module__}.{cell.__qualname__}"  # checkpoint stays plain data (weights_only loads)
-        return cell
+        if "<" not in cell.__qualname__:  # a cell of a user's module, registered or not: its import path, so a
+            return f"{cell.__module__}.{cell.__qualname__}"  # checkpoint stays plain data (weights_only loads) and
+        return cell  # a fresh process finds the cell (a registered name alone needs its module imported first)
     if isinstance(cell, functools.partial):  # functools.partial(cls, ...) or jsonargparse's partial(…, cls, ...)
         cls = cell.func if isinstance(cell.func, type) else next((a for a in cell.args if isinstance(a, type)), None)
         if cls is not None:
