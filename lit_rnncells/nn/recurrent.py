@@ -8,6 +8,7 @@ from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Union
 import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
+from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
 
 from ..utils.arguments import check_positive, check_probability
 from ..cells.base import CellFactory, RecurrentCell, State
@@ -126,7 +127,9 @@ class Recurrent(nn.Module):
     ``(T, B, D*H)``, and state ``(L*D, B, H)`` (each leaf of a tuple state,
     e.g. LSTM's ``(h, c)``, stacked the same way). ``lengths`` (B,) marks real
     steps: padded steps leave the state untouched and give zero outputs, and the
-    backward direction reverses each sequence within its own length.
+    backward direction reverses each sequence within its own length. A
+    ``PackedSequence`` input (as torch.nn.GRU takes) carries its lengths; its
+    output is packed the same way.
 
     ``cell`` is a cell factory ``(input_size, hidden_size) -> RecurrentCell``
     (any cell class, or a ``functools.partial`` of one) or a registered name.
@@ -258,8 +261,10 @@ class Recurrent(nn.Module):
         map_state(check, state)
         return [map_state(leaf(i), state) for i in range(n)]
 
-    def forward(self, x: Tensor, state: Optional[State] = None, lengths: Optional[Tensor] = None,
-                *, return_aux: bool = False):
+    def forward(self, x: Union[Tensor, PackedSequence], state: Optional[State] = None,
+                lengths: Optional[Tensor] = None, *, return_aux: bool = False):
+        if isinstance(x, PackedSequence):
+            return self._forward_packed(x, state, lengths, return_aux)
         plans = self.plans(x.device.type)
         if self.backend != "compiled" and not any(p.step == "compiled" for p in plans):
             return self._forward(x, state, lengths, return_aux)
@@ -268,6 +273,22 @@ class Recurrent(nn.Module):
         report_compiled_forward(self.cells, x.device, time.perf_counter() - started, compiled_calls() > calls,
                                 padded=lengths is not None)
         return result
+
+    def _forward_packed(self, packed: PackedSequence, state: Optional[State], lengths: Optional[Tensor],
+                        return_aux: bool):
+        """``torch.nn.GRU``'s PackedSequence input: the padded batch and its lengths run as above; the output comes
+        back packed as the input was (its batch sizes and sorting), the state in the input's batch order."""
+        if lengths is not None:
+            raise ValueError("A PackedSequence carries its own lengths; pass lengths only with a padded tensor.")
+        padded, lengths = pad_packed_sequence(packed, batch_first=self.batch_first)  # the batch's own order
+        result = self.forward(padded, state, lengths.to(padded.device), return_aux=return_aux)
+        output, order = result[0], packed.sorted_indices
+        batch_dim = 0 if self.batch_first else 1
+        if order is not None:  # into the packed order, which the batch sizes describe
+            output, lengths = output.index_select(batch_dim, order), lengths[order.cpu()]
+        data = pack_padded_sequence(output, lengths, batch_first=self.batch_first).data
+        return (PackedSequence(data, packed.batch_sizes, packed.sorted_indices, packed.unsorted_indices),
+                *result[1:])
 
     def _forward(self, x: Tensor, state: Optional[State], lengths: Optional[Tensor], return_aux: bool):
         if x.dim() != 3 or x.shape[-1] != self.input_size:
