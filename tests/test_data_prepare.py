@@ -335,6 +335,10 @@ def test_an_http_error_names_the_url_and_the_ways_out(server, tmp_path):
 def test_prepare_without_internet_says_where_to_run_it(capsys, tmp_path):
     code, out = run(capsys, "prepare", "sst", "--dest", str(tmp_path / "sst"), "--mirror", "http://unreachable.invalid")
     assert code == 1 and "run prepare where there is internet (a login node), pass --mirror" in out
+    assert not (tmp_path / "sst").exists()  # it left sst/.downloads/, empty, behind
+    (tmp_path / "mine").mkdir()  # a folder the user made stays, even empty
+    code, out = run(capsys, "prepare", "sst", "--dest", str(tmp_path / "mine"), "--mirror", "http://unreachable.invalid")
+    assert code == 1 and (tmp_path / "mine").is_dir() and not any((tmp_path / "mine").iterdir())
 
 
 def test_prepare_sst_from_a_mirror_then_check(server, capsys, tmp_path, monkeypatch):

@@ -45,6 +45,11 @@ def _outputs(known: Dataset) -> List[str]:
                    for f in files})
 
 
+def _remove_if_empty(folder: Path) -> None:
+    if folder.is_dir() and not any(folder.iterdir()):
+        folder.rmdir()
+
+
 def prepare(name: str, folder: Path, mirror: Optional[str] = None, source: Optional[Path] = None,
             force: bool = False, log: Log = print) -> None:
     """Fetch (or take from ``source``), verify and write dataset ``name`` into ``folder``."""
@@ -56,17 +61,24 @@ def prepare(name: str, folder: Path, mirror: Optional[str] = None, source: Optio
     if present and not force:
         raise PrepareError(f"{folder} already holds {present}; verify it with `python -m lit_rnncells.data check "
                            f"{name} --dest {folder}`, or pass --force to write over it")
+    created = not folder.exists()
     folder.mkdir(parents=True, exist_ok=True)
     if not known.sources:
         _copy(source, folder, known)
         return
     downloads = folder / ".downloads"
     archives: List[Path] = []
-    for item in known.sources:
-        if source is not None:
-            archives.append(from_source(item, source))
-        else:
-            archives.append(download(item, downloads, mirror, log))
+    try:
+        for item in known.sources:
+            if source is not None:
+                archives.append(from_source(item, source))
+            else:
+                archives.append(download(item, downloads, mirror, log))
+    except BaseException:  # nothing fetched: no empty folders left behind (a partial download stays, to resume)
+        _remove_if_empty(downloads)
+        if created:
+            _remove_if_empty(folder)
+        raise
     log(f"writing {name} into {folder}")
     if known.builder is None:
         raise PrepareError(f"{name} has no builder in its record (lit_rnncells.data.known)")
