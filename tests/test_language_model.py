@@ -275,6 +275,39 @@ def test_cli_fit_then_predict_from_checkpoint(tmp_path: Path, capsys: pytest.Cap
     samples = written.read_text().splitlines()
     assert len(samples) == 3 and [s.split(" ")[0] for s in samples] == words
     assert f"predict: wrote 3 lines to {written}" in capsys.readouterr().out
+    # the prompts as a file, one per line, as every other task's predict reads its input (--data.init_args.prompts
+    # prompts.txt was jsonargparse's 'Parser key "data" expects list, got NestedArg(...)')
+    prompts = tmp_path / "prompts.txt"
+    prompts.write_text("".join(f"{w} \n" for w in reversed(words)))
+    from_file = tmp_path / "from_file.txt"
+    cli_main(["predict", *args, "--ckpt_path", str(ckpt), "--data.init_args.predict_file", str(prompts),
+              "--data.init_args.predict_length", "25", "--predict_output", str(from_file)])
+    assert [s.split(" ")[0] for s in from_file.read_text().splitlines()] == list(reversed(words))
+
+
+def test_prompts_from_a_file_or_standard_input_and_the_mistakes(tmp_path: Path, monkeypatch) -> None:
+    """``predict_file`` replaces ``prompts``: a file or ``-`` (standard input, read once); a blank line, no lines,
+    and a file name given as ``prompts`` are one sentence each."""
+    import io
+
+    folder = ptb_char_corpus(tmp_path / "ptb")
+    prompts = tmp_path / "prompts.txt"
+    prompts.write_text("a b\nc \n")
+    dm = data(folder, predict_file=str(prompts))
+    assert dm.predict_prompts() == ["a b", "c "]
+    assert [item["prompt"] for item in dm.predict_dataloader().dataset] == ["a b", "c "]
+    monkeypatch.setattr("sys.stdin", io.StringIO("x\ny\n"))
+    dm = data(folder, predict_file="-")
+    assert dm.predict_prompts() == ["x", "y"] and dm.predict_prompts() == ["x", "y"]  # read once, kept
+    (tmp_path / "blank.txt").write_text("a\n\nb\n")
+    with pytest.raises(ValueError, match=r"Line 2 of predict_file '.*blank.txt' is empty"):
+        data(folder, predict_file=str(tmp_path / "blank.txt")).predict_prompts()
+    (tmp_path / "none.txt").write_text("")
+    with pytest.raises(ValueError, match=r"predict_file '.*none.txt' has no lines; give one prompt per line"):
+        data(folder, predict_file=str(tmp_path / "none.txt")).predict_prompts()
+    with pytest.raises(ValueError, match=r"got 'prompts.txt'; give e.g. .* or a file of prompts, one per line, as "
+                                         r"--data.init_args.predict_file <file>"):
+        data(folder, prompts="prompts.txt")
 
 
 @pytest.mark.slow

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterator, List, Literal, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Literal, Optional, Tuple, Union
 
 import torch
 from lightning.pytorch import LightningDataModule
@@ -31,6 +31,8 @@ from . import hub
 from .batching import batch_loader
 from .check import SplitCheckMixin
 from .known import variant
+from .parallel_text import read_predict_file
+from ..utils.paths import check_no_blank_lines
 from .split_check import language_model_files
 from .text import (Vocabulary, VocabularyMismatchError, build_corpus, cached, default_cache_dir, file_fingerprint,
                    is_hub_id, local_or_hub)
@@ -254,6 +256,7 @@ class LanguageModelDataModule(SplitCheckMixin, LightningDataModule):
         cache_dir: where tokenized tensors are cached (default ``$LIT_RNNCELLS_CACHE`` or
             ``~/.cache/lit_rnncells``); ``""`` disables the cache.
         prompts, predict_length, temperature: what ``predict`` samples (temperature 0: greedy).
+        predict_file: a file of prompts, one per line (``-``: standard input), in place of ``prompts``.
         seed: seeds the variable BPTT lengths.
 
     The vocabulary is fitted on the training split when the module is built (so ``vocab_size`` is
@@ -266,8 +269,8 @@ class LanguageModelDataModule(SplitCheckMixin, LightningDataModule):
                  level: Optional[Literal["char", "word"]] = None, batch_size: int = 64, eval_batch_size: int = 10,
                  bptt: int = 150, variable_bptt: bool = False, min_bptt: int = 5,
                  split_sizes: Tuple[int, int, int] = STANDARD_SPLIT, cache_dir: Optional[str] = None,
-                 prompts: List[str] = ["the "], predict_length: int = 200, temperature: float = 1.0,
-                 seed: int = 1234) -> None:
+                 prompts: Union[List[str], str] = ["the "], predict_length: int = 200, temperature: float = 1.0,
+                 seed: int = 1234, predict_file: Optional[str] = None) -> None:
         super().__init__()
         if dataset not in LOCAL_FILES:
             raise ValueError(f"Unknown dataset {dataset!r}; choose one of {sorted(LOCAL_FILES)}.")
@@ -279,7 +282,8 @@ class LanguageModelDataModule(SplitCheckMixin, LightningDataModule):
             raise ValueError(f"temperature must be 0 (greedy) or positive, got {temperature}.")
         if isinstance(prompts, str) or not list(prompts):  # predict returned nothing, with Lightning's warnings
             raise ValueError(f"prompts must be a list of texts to continue, got {prompts!r}; give e.g. "
-                             "--data.init_args.prompts '[\"the \"]' (an empty text starts from nothing).")
+                             "--data.init_args.prompts '[\"the \"]' (an empty text starts from nothing), or a "
+                             "file of prompts, one per line, as --data.init_args.predict_file <file>.")
         self.save_hyperparameters(logger=False)  # the task logs them as data/...
         self.dataset = dataset
         self.data_dir = data_dir if data_dir is not None else default_data_dir(dataset)
@@ -291,6 +295,8 @@ class LanguageModelDataModule(SplitCheckMixin, LightningDataModule):
         self.batch_size, self.eval_batch_size, self.bptt = batch_size, eval_batch_size, bptt
         self.variable_bptt, self.min_bptt, self.seed = variable_bptt, min_bptt, seed
         self.prompts, self.predict_length, self.temperature = list(prompts), predict_length, temperature
+        self.predict_file = predict_file
+        self._predict_cache: Optional[Tuple[str, List[str]]] = None
         self.cache = cache = default_cache_dir() if cache_dir is None else (Path(cache_dir) if cache_dir else None)
         load, source = corpus_texts(dataset, self.data_dir, tuple(split_sizes))
         space = "_" if dataset == "ptb_char" else " "
@@ -349,9 +355,23 @@ class LanguageModelDataModule(SplitCheckMixin, LightningDataModule):
     def test_dataloader(self) -> DataLoader:
         return self._eval_loader("test")
 
+    def predict_prompts(self) -> List[str]:
+        """What ``predict`` continues: the lines of ``predict_file`` when it is given (as every task's predict reads
+        it: a blank line is an error naming it), else ``prompts``."""
+        if self.predict_file is None:
+            return self.prompts
+        if self._predict_cache is None or self._predict_cache[0] != self.predict_file:  # standard input reads once
+            self._predict_cache = (self.predict_file, read_predict_file(self.predict_file))
+        lines = self._predict_cache[1]
+        name = "standard input" if self.predict_file == "-" else f"predict_file {self.predict_file!r}"
+        if not lines:
+            raise ValueError(f"{name} has no lines; give one prompt per line.")
+        check_no_blank_lines(lines, name)
+        return lines
+
     def predict_dataloader(self) -> DataLoader:
         items = [{"index": i, "prompt": p, "length": self.predict_length, "temperature": self.temperature}
-                 for i, p in enumerate(self.prompts)]
+                 for i, p in enumerate(self.predict_prompts())]
         return batch_loader(items)
 
     def on_after_batch_transfer(self, batch: Any, dataloader_idx: int) -> Any:
