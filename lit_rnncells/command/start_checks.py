@@ -141,8 +141,9 @@ def check_trainer_numbers(trainer_config: Any, tests_after: bool = False) -> Non
     if isinstance(every, int) and not isinstance(every, bool) and every < 1:
         raise ValueError(f"--trainer.check_val_every_n_epoch {every} is not a positive number of epochs; use 1 or "
                          "more, or null to validate by --trainer.val_check_interval batches alone.")
-    for option, unit in (("max_epochs", "epochs"), ("max_steps", "steps"), ("limit_train_batches", "batches")):
-        value = trainer_config.get(option) if tests_after else None
+    zero_checked = (("max_epochs", "epochs"), ("max_steps", "steps"), ("limit_train_batches", "batches"))
+    for option, unit in zero_checked if tests_after else ():
+        value = trainer_config.get(option)
         if isinstance(value, (int, float)) and not isinstance(value, bool) and value == 0:
             raise ValueError(f"--trainer.{option} {value} trains nothing (fit would test the untrained model); give "
                              f"1 or more {unit}" + (" or -1 for no limit" if option != "limit_train_batches" else

@@ -36,7 +36,7 @@ def import_problem(path: str) -> Optional[str]:
     module, name = _split(path)
     if not module or not name:
         return None
-    problem = module_problem(module, path)
+    problem = _module_problem(module, path)
     if problem is not None:
         return problem
     imported = importlib.import_module(module)
@@ -47,7 +47,7 @@ def import_problem(path: str) -> Optional[str]:
     return None
 
 
-def module_problem(module: str, path: Optional[str] = None) -> Optional[str]:
+def _module_problem(module: str, path: Optional[str] = None) -> Optional[str]:
     """Why ``module`` does not import (see :func:`import_problem`; ``path``, the import path it is the module
     of, for the spelling hint), or ``None`` when it imports."""
     try:
