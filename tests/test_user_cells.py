@@ -3,9 +3,11 @@ imported) the error says to give the import path."""
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 
 from lit_rnncells.cells import registry
@@ -38,8 +40,9 @@ def test_a_cell_of_a_users_module_trains_by_its_import_path(tmp_path, monkeypatc
 
 
 def test_a_checkpoint_whose_cell_does_not_import_is_one_line_for_the_figures(tmp_path, capsys, monkeypatch):
-    """``analysis`` on a checkpoint of a user's cell, from a folder where its module is not importable: one line
-    naming the module and the fix (was jsonargparse's traceback from inside ``load_from_checkpoint``)."""
+    """``analysis`` and ``load_from_checkpoint`` on a checkpoint of a user's cell, from a folder where its module is
+    not importable: one line naming the module and the fix (was jsonargparse's report, "Does not validate against
+    any of the Union subtypes", from inside Lightning's ``load_from_checkpoint``)."""
     from lit_rnncells.analysis.__main__ import main as analysis_main
 
     monkeypatch.chdir(tmp_path)
@@ -51,9 +54,32 @@ def test_a_checkpoint_whose_cell_does_not_import_is_one_line_for_the_figures(tmp
     capsys.readouterr()  # the fit's lines
     assert analysis_main(["mufuru-ops", "--ckpt_path", str(moved), "--output", str(tmp_path / "ops.png")]) == 2
     lines = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
-    assert lines == [f"error: {str(moved)!r} was trained with gone_user_cells_xyz.MyCell, which cannot be imported "
-                     "here: there is no module 'gone_user_cells_xyz' on Python's path; run the command from the "
-                     "folder that holds gone_user_cells_xyz, or add that folder to PYTHONPATH."]
+    why = (f"{str(moved)!r} was trained with gone_user_cells_xyz.MyCell, which cannot be imported here: there is no "
+           "module 'gone_user_cells_xyz' on Python's path; run the command from the folder that holds "
+           "gone_user_cells_xyz, or add that folder to PYTHONPATH.")
+    assert lines == [f"error: {why}"]
+    with pytest.raises(ValueError) as raised:  # the same from Python, for a path given as str or Path
+        LogicEvaluator.load_from_checkpoint(moved, weights_only=True)
+    assert str(raised.value) == why and raised.value.__context__ is None
+    with pytest.raises(ValueError, match="^" + re.escape(why) + "$"):
+        LogicEvaluator.load_from_checkpoint(str(moved), map_location="cpu")
+    checkpoint["hyper_parameters"]["cell"] = "MuFuRU"  # the package's own cell: the checkpoint loads again
+    torch.save(checkpoint, moved)
+    assert isinstance(LogicEvaluator.load_from_checkpoint(moved, weights_only=True), LogicEvaluator)
+
+
+def test_load_from_checkpoint_keeps_lightnings_errors_where_every_class_imports(tmp_path):
+    """The one-line error is only for a class that does not import: a missing file stays Lightning's error, and
+    the method still refuses an instance (Lightning's restricted classmethod)."""
+    with pytest.raises(FileNotFoundError):
+        LogicEvaluator.load_from_checkpoint(tmp_path / "absent.ckpt")
+    bad = tmp_path / "bad.ckpt"
+    torch.save({"state_dict": {}, "hyper_parameters": {"cell": "GRU", "hidden_size": "not a number"}}, bad)
+    with pytest.raises(Exception) as raised:
+        LogicEvaluator.load_from_checkpoint(bad, weights_only=True)
+    assert "cannot be imported here" not in str(raised.value)
+    with pytest.raises(TypeError, match="cannot be called on an instance"):
+        LogicEvaluator(hidden_size=4).load_from_checkpoint(bad)
 
 
 def test_an_unimported_cell_name_suggests_the_import_path(tmp_path, capsys, monkeypatch):

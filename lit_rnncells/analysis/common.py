@@ -61,35 +61,10 @@ def load_task(path: str, expected: Optional[type] = None) -> Tuple[LightningModu
     cls = task_class(checkpoint, path)
     if expected is not None and not issubclass(cls, expected):
         raise ValueError(f"{path!r} holds a {cls.__name__}; this figure needs a {expected.__name__} checkpoint.")
-    for class_path in named_classes(checkpoint.get("hyper_parameters")):
-        if class_path.startswith("lit_rnncells."):
-            continue  # ours: a path an older release wrote finds its class by name (tasks.base._import_cell)
-        problem = import_problem(class_path)
-        if problem is not None:  # jsonargparse's report of it, inside load_from_checkpoint, is a traceback
-            raise ValueError(f"{path!r} was trained with {class_path}, which cannot be imported here: {problem}.")
+    # a class of the user's the checkpoint names that does not import here: one ValueError (RecurrentTask's)
     model = cls.load_from_checkpoint(path, map_location="cpu", weights_only=True)
     model.eval()
     return model, checkpoint
-
-
-def named_classes(hyper_parameters: Any) -> List[str]:
-    """The import paths a checkpoint's hyperparameters name: every ``class_path`` (a cell's, an optimiser's, ...)
-    and a cell given by its import path, in order, once each."""
-    found: Dict[str, None] = {}
-
-    def walk(value: Any, key: str = "") -> None:
-        if isinstance(value, dict):
-            for k, v in value.items():
-                walk(v, str(k))
-        elif isinstance(value, (list, tuple)):
-            for v in value:
-                walk(v, key)
-        elif isinstance(value, str) and key in ("class_path", "cell") and "." in value.strip(".") \
-                and " " not in value:
-            found.setdefault(value, None)
-
-    walk(hyper_parameters)
-    return list(found)
 
 
 def datamodule_state(checkpoint: Dict[str, Any], name: str) -> Dict[str, Any]:

@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 import functools
-from typing import Any, Dict, Optional, Union
+import os
+from typing import IO, Any, Dict, Optional, Union
 
 import torch
 from lightning.pytorch import LightningModule
@@ -12,13 +13,14 @@ from torch import Tensor
 
 from ..cells.base import CellFactory
 from ..cells.registry import UnknownCellError, get_cell
-from ..data.checkpoint_state import reopen_cut_epoch
+from ..data.checkpoint_state import read_checkpoint, reopen_cut_epoch
 from ..utils.loggers import log_grouped_hyperparameters
 from ..nn.backend import check_backend
 from ..nn.recurrent import Recurrent
-from ..utils.imports import import_object
+from ..utils.imports import import_object, unimportable_class
 
 CellSpec = Union[CellFactory, str]
+_RestrictedClassmethod = type(LightningModule.__dict__["load_from_checkpoint"])  # Lightning's: refuses instance calls
 """A cell factory (a cell class or ``class_path`` config) or a registered cell name."""
 
 
@@ -101,6 +103,29 @@ class RecurrentTask(LightningModule):
         self.lr_scheduler_factory = lr_scheduler
         self.scheduler_monitor = scheduler_monitor
         self.backend = check_backend(backend, compile)  # each Recurrent layer checks its cell against it
+
+    @_RestrictedClassmethod
+    def load_from_checkpoint(cls, checkpoint_path: Union[str, os.PathLike, IO], *args: Any, **kwargs: Any) -> Any:
+        """Lightning's ``load_from_checkpoint``; where it fails because the checkpoint names a class of a user's
+        module (a cell, an optimiser) that does not import here, one ``ValueError`` naming the class, why and the
+        fix (the usual cause: a module not on Python's path, the script run from another folder) in place of
+        jsonargparse's report. The package's own classes are left to Lightning (an older release's path finds its
+        cell by name)."""
+        try:
+            return super().load_from_checkpoint(checkpoint_path, *args, **kwargs)
+        except Exception:
+            if not isinstance(checkpoint_path, (str, os.PathLike)) or not os.path.isfile(checkpoint_path):
+                raise
+            try:
+                hyper_parameters = read_checkpoint(os.fspath(checkpoint_path)).get("hyper_parameters")
+            except Exception:  # noqa: BLE001 - unreadable: Lightning's own error above says so
+                hyper_parameters = None
+            found = unimportable_class(hyper_parameters, skip=("lit_rnncells.",))
+            if found is None:
+                raise
+        path, problem = found
+        raise ValueError(f"{os.fspath(checkpoint_path)!r} was trained with {path}, which cannot be imported here: "
+                         f"{problem}.")
 
     def stop_if_terminated(self) -> None:
         """Raise Lightning's ``SIGTERMException`` once the process got SIGTERM. Lightning's handler only sets a

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 import importlib
-from typing import Any, Optional, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 
 def _split(path: str) -> Tuple[str, str]:
@@ -74,3 +74,36 @@ def _where(error: BaseException) -> str:
     while tb.tb_next is not None:
         tb = tb.tb_next
     return f" (at {tb.tb_frame.f_code.co_filename}:{tb.tb_lineno})"
+
+
+def named_class_paths(hyper_parameters: Any) -> List[str]:
+    """The import paths a checkpoint's hyperparameters name: every ``class_path`` (a cell's, an optimiser's, ...)
+    and a cell given by its import path, in order, once each."""
+    found: Dict[str, None] = {}
+
+    def walk(value: Any, key: str = "") -> None:
+        if isinstance(value, dict):
+            for k, v in value.items():
+                walk(v, str(k))
+        elif isinstance(value, (list, tuple)):
+            for v in value:
+                walk(v, key)
+        elif isinstance(value, str) and key in ("class_path", "cell") and "." in value.strip(".") \
+                and " " not in value:
+            found.setdefault(value, None)
+
+    walk(hyper_parameters)
+    return list(found)
+
+
+def unimportable_class(hyper_parameters: Any, skip: Sequence[str] = ()) -> Optional[Tuple[str, str]]:
+    """``(import path, why it does not import)`` for the first class the hyperparameters name that does not import
+    here (a user's cell or optimiser, its module not on Python's path), or ``None``; paths starting with one of
+    ``skip`` are not checked."""
+    for class_path in named_class_paths(hyper_parameters):
+        if class_path.startswith(tuple(skip)):
+            continue
+        problem = import_problem(class_path)
+        if problem is not None:
+            return class_path, problem
+    return None
