@@ -384,6 +384,12 @@ def test_predict_from_a_checkpoint_alone(tmp_path, monkeypatch):
         for r, i in enumerate(batch["index"].tolist()):
             rows[i] = alone.vocab.decode(batch["tokens"][r, :batch["lengths"][r]])
     assert rows == {0: ["a", "great", "film", "!"], 1: ["<unk>"], 2: ["boring", "<unk>"]}
+    # a review holding a character str.splitlines splits at (a form feed, U+2028) stays one input: one
+    # prediction per line of the file, as wc -l counts them (it was split into two, misaligning the output)
+    lines.write_text("A great\u2028film!\nboring\x0cfilm\r\n", encoding="utf-8")
+    alone.predict_items = None
+    alone.setup("predict")
+    assert len(alone.predict_items) == 2
     monkeypatch.setattr(sys, "stdin", io.StringIO("Loved it\n"))
     alone.predict_items, alone.predict_file = None, "-"
     alone.setup("predict")

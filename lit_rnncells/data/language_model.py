@@ -31,8 +31,7 @@ from . import hub
 from .batching import batch_loader
 from .check import SplitCheckMixin
 from .known import variant
-from .parallel_text import read_predict_file
-from ..utils.paths import check_no_blank_lines
+from ..utils.paths import check_no_blank_lines, read_predict_lines
 from .split_check import language_model_files
 from .text import (Vocabulary, VocabularyMismatchError, build_corpus, cached, default_cache_dir, file_fingerprint,
                    is_hub_id, local_or_hub)
@@ -361,7 +360,7 @@ class LanguageModelDataModule(SplitCheckMixin, LightningDataModule):
         if self.predict_file is None:
             return self.prompts
         if self._predict_cache is None or self._predict_cache[0] != self.predict_file:  # standard input reads once
-            self._predict_cache = (self.predict_file, read_predict_file(self.predict_file))
+            self._predict_cache = (self.predict_file, read_predict_lines(self.predict_file))
         lines = self._predict_cache[1]
         name = "standard input" if self.predict_file == "-" else f"predict_file {self.predict_file!r}"
         if not lines:

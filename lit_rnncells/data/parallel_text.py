@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
-from ..utils.paths import check_no_blank_lines, read_stdin, read_text_file
+from ..utils.paths import check_no_blank_lines, read_text_file, split_lines
 from . import hub
 from .known import KNOWN, Dataset
 from .split_check import PARALLEL_FILES
@@ -69,12 +69,9 @@ def canonical_unk(dataset: str, lines: Lines) -> Lines:
 
 
 def read_lines(path: Path) -> Lines:
-    """The lines of a UTF-8 text file (a final newline does not make an extra empty line)."""
-    text = read_text_file(path, "The file")
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    return [line.rstrip("\r") for line in lines]
+    """The lines of a UTF-8 text file (``split_lines``: split at newlines only; a final newline does not make an
+    extra empty line)."""
+    return split_lines(read_text_file(path, "The file"))
 
 
 def check_parallel(source: Lines, target: Lines, source_name: str, target_name: str) -> None:
@@ -152,20 +149,6 @@ def several_references(paths: List[Path], limit: Optional[int]) -> List[Tuple[st
         check_no_empty(lines, str(path))
         streams.append(lines[:limit] if limit is not None else lines)
     return list(zip(*streams))
-
-
-def read_predict_file(predict_file: str) -> Lines:
-    """The lines of the predict input: a file, or standard input for ``-``."""
-    if predict_file == "-":
-        lines = read_stdin("predict_file").split("\n")
-        if lines and lines[-1] == "":
-            lines.pop()
-        return [line.rstrip("\r") for line in lines]
-    path = Path(predict_file).expanduser()
-    if not path.is_file():
-        raise FileNotFoundError(f"predict_file {str(path)!r} does not exist; pass a file of source lines "
-                                "or '-' for stdin.")
-    return read_lines(path)
 
 
 def split_source(dm: Any, split: str) -> Tuple[Dict[str, Any], Any]:

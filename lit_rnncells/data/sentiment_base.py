@@ -14,7 +14,7 @@ from torch import Tensor
 from torch.utils.data import DataLoader
 
 from ..utils.arguments import check_positive
-from ..utils.paths import check_no_blank_lines, read_stdin, read_text_file
+from ..utils.paths import check_no_blank_lines, read_predict_lines
 from .batching import BucketedBatches, LengthBucketsMixin, ResumableBatchesMixin, batch_loader
 from .check import SplitCheckMixin
 from .checkpoint_state import datamodule_state
@@ -81,16 +81,6 @@ def env_data_dir(folder: str, hub_id: str) -> str:
 def local_folder(data_dir: Optional[str]) -> Optional[Path]:
     """``data_dir`` as a local path; ``None`` for a hub id (or no ``data_dir``)."""
     return None if data_dir is None or is_hub_id(data_dir) else Path(data_dir).expanduser()
-
-
-def read_lines(path: str) -> List[str]:
-    """Lines of ``path`` (``"-"``: standard input), line ends removed."""
-    if path == "-":
-        return read_stdin("predict_file").splitlines()
-    file = Path(path).expanduser()
-    if not file.is_file():
-        raise FileNotFoundError(f"predict_file {path!r} does not exist; pass a text file (or '-' for stdin).")
-    return read_text_file(file, "predict_file").splitlines()
 
 
 class SentimentDataModule(SplitCheckMixin, ResumableBatchesMixin, LengthBucketsMixin, LightningDataModule):
@@ -215,7 +205,7 @@ class SentimentDataModule(SplitCheckMixin, ResumableBatchesMixin, LengthBucketsM
             if not self.predict_file:
                 raise ValueError("predict needs data.init_args.predict_file: a text file (or '-' for stdin), "
                                  "one input per line.")
-            lines = read_lines(self.predict_file)
+            lines = read_predict_lines(self.predict_file)
             check_no_blank_lines(lines, "standard input" if self.predict_file == "-" else
                                  f"predict_file {self.predict_file!r}")
             self.predict_items = self._predict_items(lines)

@@ -48,13 +48,14 @@ from torch import Tensor
 from torch.utils.data import DataLoader
 
 from ..utils.arguments import apply_deprecated_names, check_positive, group_as_dict, option_group
+from ..utils.paths import read_predict_lines
 from . import duc
 from .check import SplitCheckMixin
 from .batching import BucketedBatches, LengthBucketsMixin, ResumableBatchesMixin, batch_loader, pad_batch
 from .checkpoint_state import datamodule_state
 from .known import translation_datasets
 from .parallel_text import (MOSES_LANGUAGE, Lines, _local_only, canonical_unk, check_no_empty, check_parallel,
-                            default_data_dir, default_pretokenized, direction, missing_local, read_predict_file,
+                            default_data_dir, default_pretokenized, direction, missing_local,
                             record, several_references, split_source, test_only_for)
 from .parallel_text import (HUB_IDS, IWSLT14_MISSING, LOCAL_FILES, hub_alternative, read_hub_split,  # noqa: F401
                             read_lines)  # kept importable from here
@@ -334,7 +335,7 @@ class TranslationDataModule(SplitCheckMixin, ResumableBatchesMixin, LengthBucket
             raise ValueError("predict needs data.init_args.predict_file: a file of source lines, or '-' for stdin.")
         name = "standard input" if self.predict_file == "-" else str(Path(self.predict_file).expanduser())
         if self._predict_cache is None or self._predict_cache[0] != self.predict_file:
-            self._predict_cache = (self.predict_file, read_predict_file(self.predict_file))
+            self._predict_cache = (self.predict_file, read_predict_lines(self.predict_file))
         lines = self._predict_cache[1]
         if not lines:
             raise ValueError(f"{name} has no lines to {'summarise' if self.dataset == 'gigaword' else 'translate'}; "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Dict, Optional, Sequence, Union
+from typing import Dict, List, Optional, Sequence, Union
 
 PathLike = Union[str, Path]
 
@@ -78,6 +78,29 @@ def read_stdin(what: str) -> str:
     except UnicodeDecodeError as error:
         raise ValueError(f"{what} (standard input) is not UTF-8 text (byte {error.start}: {error.reason}); pipe in "
                          "UTF-8 text with one input per line.") from None
+
+
+def split_lines(text: str) -> List[str]:
+    """The lines of ``text`` split at ``\\n`` only (``\\r\\n`` too), as ``wc -l`` and line-aligned files count
+    them; a final newline makes no extra empty line. ``str.splitlines`` also splits at characters a line of
+    text may hold (``\\x0c``, ``\\x1c``-``\\x1e``, ``\\x85``, U+2028, U+2029), which would give one input line
+    two predictions and misalign the output with it."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line.rstrip("\r") for line in lines]
+
+
+def read_predict_lines(predict_file: str, what: str = "predict_file") -> List[str]:
+    """The lines of a predict input (:func:`split_lines`): a UTF-8 file, or standard input for ``"-"``; every
+    task's ``predict_file`` is read here."""
+    if predict_file == "-":
+        return split_lines(read_stdin(what))
+    path = Path(predict_file).expanduser()
+    if not path.is_file():
+        raise FileNotFoundError(f"{what} {str(path)!r} does not exist; pass a text file with one input per line, "
+                                "or '-' for standard input.")
+    return split_lines(read_text_file(path, what))
 
 
 def check_no_blank_lines(lines: Sequence[str], name: str) -> None:
