@@ -39,14 +39,17 @@ def main(args: Optional[List[str]] = None, run: bool = True,
     else:
         args = rewrite_argv(list(args))
     refused = False
+    threads = torch.get_num_threads()  # a small model's one-thread default (cpu_defaults) must not outlive its run
     try:
         return _build_cli(args, run, parser_kwargs)
     except Exception as error:  # a run that trained and diverged keeps its config; a refused start leaves no folder
         refused = not isinstance(error, TrainingDiverged)
         raise
     finally:
-        if run:  # the fit is over: release its run folder (run=False: the caller fits, holding it)
-            _run_folder.unlock(refused=refused)
+        if run:  # the run is over: release its run folder and give back the thread count (run=False: the caller
+            _run_folder.unlock(refused=refused)  # fits, holding both)
+            if torch.get_num_threads() != threads:
+                torch.set_num_threads(threads)
 
 
 def _build_cli(args: Optional[List[str]], run: bool, parser_kwargs: Optional[Dict[str, Any]]) -> LitRNNCellsCLI:
@@ -72,7 +75,6 @@ def run(args: Optional[List[str]] = None) -> int:
     shows the full traceback instead. Internal errors always show their traceback."""
     debug = os.environ.get(TRACEBACK_ENV, "") not in ("", "0")
     _callbacks.INTERRUPTED_EXIT_CODE = None
-    threads = torch.get_num_threads()  # a small model's one-thread default must not outlive its run
     try:
         with warnings.catch_warnings():  # filters a run adds for its own data end with it
             main(args, parser_kwargs=None if debug else {"exit_on_error": False})
@@ -87,8 +89,6 @@ def run(args: Optional[List[str]] = None) -> int:
         print(f"error: {message}\n(set {TRACEBACK_ENV}=1 to see the full traceback)", file=sys.stderr)
         return 1 if isinstance(error, TrainingDiverged) else 2
     finally:
-        if torch.get_num_threads() != threads:
-            torch.set_num_threads(threads)
         _run_folder.unlock()  # and remove a run folder this call created but never wrote to
         if global_rank() == 0:
             os.environ.pop(_run_folder.ENV, None)  # the next fit in this process chooses its own folder

@@ -52,6 +52,28 @@ def _seed_and_offline(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("WANDB_MODE", "disabled")
 
 
+def _threads_per_test() -> int:
+    """The torch thread count every test starts with: the cores shared out among pytest-xdist's workers (one each
+    for ``-n 2`` on two cores, where torch's default of two threads in each worker would put four busy threads on
+    two cores), else torch's own default."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 0)
+    if workers > 1:
+        return max(1, len(os.sched_getaffinity(0)) // workers)
+    return torch.get_num_threads()
+
+
+_THREADS = _threads_per_test()
+
+
+@pytest.fixture(autouse=True)
+def _torch_threads_set_afresh() -> None:
+    """Each test starts on :func:`_threads_per_test`'s thread count, whatever the test before it left (an in-process
+    ``main(..., run=False)`` keeps a small model's one thread for its caller), so a test's speed does not depend on
+    which tests ran before it in its worker."""
+    if torch.get_num_threads() != _THREADS:
+        torch.set_num_threads(_THREADS)
+
+
 @pytest.fixture(autouse=True)
 def _deprecation_lines_said_afresh(monkeypatch: pytest.MonkeyPatch) -> None:
     """An old option name's deprecation line is printed once per process: once per test here, so a test that

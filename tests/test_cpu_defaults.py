@@ -49,22 +49,27 @@ def test_show_cpu_defaults_prints_the_settings(env, expected):
     assert ("model_threads=1" in out.stdout) == (not env)
 
 
-def test_a_run_in_process_gives_back_the_thread_count_it_found(monkeypatch, tmp_path):
+@pytest.mark.parametrize("entry", ["run", "main"])
+def test_a_run_in_process_gives_back_the_thread_count_it_found(entry, monkeypatch, tmp_path):
     """A small model's one-thread default ends with its run: a larger model fitted next in the same process
-    (a benchmark or notebook running fits in turn) gets torch's thread count, not the last run's."""
-    from lit_rnncells.cli import run
+    (a benchmark or notebook running fits in turn) gets torch's thread count, not the last run's. The same
+    from ``run`` (the command line's) and ``main`` (the library's: it left the process on one thread)."""
+    from lit_rnncells import cli
 
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     monkeypatch.delenv("LIT_RNNCELLS_CPU_DEFAULTS", raising=False)
     before = torch.get_num_threads()
     torch.set_num_threads(2)
+    seen = []
+    original = torch.set_num_threads
+    monkeypatch.setattr(torch, "set_num_threads", lambda n: (seen.append(n), original(n))[1])
     try:
-        code = run(["fit", "--config", LOGIC, "--trainer.max_steps", "1", "--trainer.limit_val_batches", "0",
-                    "--trainer.logger", "false", "--trainer.enable_checkpointing", "false",
-                    "--trainer.default_root_dir", str(tmp_path), "--test_after_fit", "false",
-                    "--data.init_args.train_size", "64", "--data.init_args.val_size", "32",
-                    "--data.init_args.test_size", "32"])
-        assert code == 0
+        getattr(cli, entry)(["fit", "--config", LOGIC, "--trainer.max_steps", "1", "--trainer.limit_val_batches",
+                             "0", "--trainer.logger", "false", "--trainer.enable_checkpointing", "false",
+                             "--trainer.default_root_dir", str(tmp_path), "--test_after_fit", "false",
+                             "--data.init_args.train_size", "64", "--data.init_args.val_size", "32",
+                             "--data.init_args.test_size", "32"])
+        assert seen == [1, 2]  # the run's one thread, then the count it found
         assert torch.get_num_threads() == 2
     finally:
-        torch.set_num_threads(before)
+        original(before)
