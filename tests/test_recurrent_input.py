@@ -16,8 +16,21 @@ def layer() -> Recurrent:
 
 
 def test_a_wrong_shape_names_the_expected_one(layer):
-    with pytest.raises(ValueError, match=r"Recurrent expects input of shape \(T, B, 4\), got \(2, 5, 3\)"):
+    with pytest.raises(ValueError, match=r"Recurrent expects input of shape \(T, B, 4\), or one unbatched sequence "
+                                         r"\(T, 4\), got \(2, 5, 3\)\.$"):
         layer(torch.randn(2, 5, 3))
+    with pytest.raises(ValueError, match=r"unbatched sequence \(T, 4\), got \(7, 3\)\.$"):  # its own shape named
+        layer(torch.randn(7, 3))
+
+
+def test_a_state_for_another_batch_is_refused_naming_both_batches(layer):
+    """It was a matmul's shape error from inside the first step (torch.nn.GRU refuses it before any step too)."""
+    with pytest.raises(ValueError, match=r"initial state has shape \(1, 3, 8\), for a batch of 3, but the input is "
+                                         r"a batch of 2; pass a state of shape \(1, 2, \.\.\.\)"):
+        layer(torch.randn(5, 2, 4), torch.zeros(1, 3, 8))
+    with pytest.raises(ValueError, match=r"initial state has shape \(8,\) but this layer needs num_layers \* "
+                                         r"num_directions = 1 entries on dim 0, then the batch"):
+        layer(torch.randn(5, 2, 4), torch.zeros(8))
 
 
 def test_lengths_outside_the_padded_length_are_refused(layer):

@@ -246,25 +246,39 @@ class Recurrent(nn.Module):
     def _stack(states: Sequence[State]) -> State:
         return map_state(lambda *leaves: torch.stack(leaves), *states)
 
-    def _unstack(self, state: State) -> List[State]:
+    def _unstack(self, state: State, batch: int) -> List[State]:
         n = len(self.cells)
 
         def leaf(i: int):
             return lambda s: s[i]
 
         def check(s: Tensor) -> Tensor:
-            if s.shape[0] != n:
-                raise ValueError(f"The initial state has {s.shape[0]} entries on dim 0 but this layer needs "
-                                 f"num_layers * num_directions = {n}.")
+            if s.dim() < 2 or s.shape[0] != n:
+                raise ValueError(f"The initial state has shape {tuple(s.shape)} but this layer needs "
+                                 f"num_layers * num_directions = {n} entries on dim 0, then the batch.")
+            if s.shape[1] != batch:
+                raise ValueError(f"The initial state has shape {tuple(s.shape)}, for a batch of {s.shape[1]}, but the "
+                                 f"input is a batch of {batch}; pass a state of shape ({n}, {batch}, ...).")
             return s
 
         map_state(check, state)
         return [map_state(leaf(i), state) for i in range(n)]
 
     def forward(self, x: Union[Tensor, PackedSequence], state: Optional[State] = None,
-                lengths: Optional[Tensor] = None, *, return_aux: bool = False):
+                lengths: Optional[Tensor] = None, *, return_aux: bool = False, hx: Optional[State] = None):
+        """``torch.nn.GRU``'s call: ``x`` of shape ``(T, B, input_size)`` (``(B, T, ...)`` with ``batch_first``), a
+        ``PackedSequence``, or one unbatched sequence ``(T, input_size)``; ``state`` (or torch's name ``hx``) the
+        initial state, ``(num_layers * num_directions, B, hidden_size)`` for ``h`` (without ``B`` for an unbatched
+        input); ``lengths`` the real length of each padded sequence. Returns ``(output, state)``, and the auxiliary
+        loss third with ``return_aux``."""
+        if hx is not None:
+            if state is not None:
+                raise ValueError("Pass the initial state once: as state or as hx (torch.nn.GRU's name), not both.")
+            state = hx
         if isinstance(x, PackedSequence):
             return self._forward_packed(x, state, lengths, return_aux)
+        if x.dim() == 2:
+            return self._forward_unbatched(x, state, lengths, return_aux)
         plans = self.plans(x.device.type)
         if self.backend != "compiled" and not any(p.step == "compiled" for p in plans):
             return self._forward(x, state, lengths, return_aux)
@@ -290,10 +304,32 @@ class Recurrent(nn.Module):
         return (PackedSequence(data, packed.batch_sizes, packed.sorted_indices, packed.unsorted_indices),
                 *result[1:])
 
+    def _forward_unbatched(self, x: Tensor, state: Optional[State], lengths: Optional[Tensor], return_aux: bool):
+        """``torch.nn.GRU``'s unbatched input: one sequence ``(T, input_size)`` (with ``batch_first`` too) and a
+        state without the batch dimension, run as a batch of one and returned without it."""
+        if x.shape[-1] != self.input_size:
+            self._shape_error(x)
+        if lengths is not None:
+            raise ValueError("An unbatched input (T, input_size) is one sequence of its full length; pass lengths "
+                             "only with a batch.")
+        if state is not None:
+            def one(s: Tensor) -> Tensor:
+                if s.dim() != 2:
+                    raise ValueError(f"For an unbatched input (T, input_size) the initial state has no batch "
+                                     f"dimension: shape ({len(self.cells)}, hidden_size), got {tuple(s.shape)}.")
+                return s.unsqueeze(1)
+            state = map_state(one, state)
+        batch_dim = 0 if self.batch_first else 1
+        result = self.forward(x.unsqueeze(batch_dim), state, return_aux=return_aux)
+        return (result[0].squeeze(batch_dim), map_state(lambda s: s.squeeze(1), result[1]), *result[2:])
+
+    def _shape_error(self, x: Tensor) -> None:
+        raise ValueError(f"Recurrent expects input of shape ({'B, T' if self.batch_first else 'T, B'}, "
+                         f"{self.input_size}), or one unbatched sequence (T, {self.input_size}), got {tuple(x.shape)}.")
+
     def _forward(self, x: Tensor, state: Optional[State], lengths: Optional[Tensor], return_aux: bool):
         if x.dim() != 3 or x.shape[-1] != self.input_size:
-            raise ValueError(f"Recurrent expects input of shape ({'B, T' if self.batch_first else 'T, B'}, "
-                             f"{self.input_size}), got {tuple(x.shape)}.")
+            self._shape_error(x)
         check_input_dtype(x, self)
         if self.batch_first:
             x = x.transpose(0, 1)
@@ -311,7 +347,7 @@ class Recurrent(nn.Module):
         if state is None:
             states = [c.initial_state(batch, device=x.device, dtype=x.dtype) for c in self.cells]
         else:
-            states = self._unstack(state)
+            states = self._unstack(state, batch)
         plans = self.plans(x.device.type)
         rev_index = None
         if self.bidirectional and lengths is not None and mask is not None:
