@@ -149,6 +149,9 @@ CLI_PROBES = {
     "unknown cell": (["--model.init_args.cell", "GRUU"], ["Unknown cell 'GRUU'", "Did you mean 'GRU'?"]),
     "own cell by its bare name": (["--model.init_args.cell", "MyOwnCell"],
                                   ["Unknown cell 'MyOwnCell'", "import path, e.g. mycells.minimal.MyOwnCell"]),
+    "a wrapper cell without the cell it wraps": (["--model.init_args.cell", "MultiChannel"], [
+        "The cell MultiChannel needs the option cell; give it with --model.init_args.cell.init_args.cell GRU, or "
+        "under the cell's init_args in a config."]),
     "zero hidden size": (["--model.init_args.hidden_size", "0"], ["hidden_size must be a positive integer"]),
     "negative layers": (["--model.init_args.num_layers", "-1"], ["num_layers must be a positive integer"]),
     "value of the wrong type": (["--trainer.max_epochs", "abc"], ['"trainer.max_epochs" expects int']),

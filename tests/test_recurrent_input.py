@@ -57,3 +57,18 @@ def test_under_autocast_another_float_dtype_is_autocasts_to_cast(layer):
     with torch.autocast("cpu", dtype=torch.bfloat16):
         out, _ = layer(torch.randn(5, 2, 4, dtype=torch.bfloat16))
     assert out.shape == (5, 2, 8)
+
+
+def test_a_cell_without_an_option_it_requires_names_the_option_and_how_to_give_it():
+    """``MultiChannel`` wraps a cell it must be given (it was the constructor's TypeError, "missing 1 required
+    keyword-only argument"); given through functools.partial it builds."""
+    import functools
+
+    from lit_rnncells.cells import MultiChannel
+
+    with pytest.raises(ValueError, match=r"^The cell MultiChannel needs the option cell; pass "
+                                         r"functools.partial\(MultiChannel, cell=...\) in Python, or give cell under "
+                                         r"the cell's init_args in a config\.$"):
+        Recurrent("MultiChannel", 4, 8)
+    layer = Recurrent(functools.partial(MultiChannel, cell="GRU", block_size=2), 4, 8)
+    assert layer(torch.randn(5, 2, 4))[0].shape == (5, 2, 8)

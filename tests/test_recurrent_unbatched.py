@@ -2,10 +2,13 @@
 a state of ``(num_layers * num_directions, hidden_size)``, and the initial state by torch's keyword ``hx``."""
 from __future__ import annotations
 
+import functools
+
 import pytest
 import torch
 from torch import nn
 
+from lit_rnncells.cells import MultiChannel
 from lit_rnncells.nn import Recurrent
 
 from .test_oracles import copy_torch_weights
@@ -55,6 +58,25 @@ def test_unbatched_mistakes_are_one_sentence_each():
     layer = Recurrent("GRU", 4, 6)
     with pytest.raises(ValueError, match=r"^An unbatched input \(T, input_size\) is one sequence of its full length"):
         layer(torch.randn(5, 4), lengths=torch.tensor([3]))
-    with pytest.raises(ValueError, match=r"the initial state has no batch dimension: shape \(1, hidden_size\), got "
+    with pytest.raises(ValueError, match=r"the initial state has no batch dimension: shape \(1, 6\), got "
                                          r"\(1, 1, 6\)\.$"):
-        layer(torch.randn(5, 4), torch.zeros(1, 1, 6))
+        layer(torch.randn(5, 4), torch.zeros(1, 1, 6))  # a batched state of one
+    lstm = Recurrent("LSTM", 4, 6, num_layers=2)
+    with pytest.raises(ValueError, match=r"shape \(2, 6\), got \(2, 5\)\.$"):  # each leaf of a tuple state
+        lstm(torch.randn(5, 4), (torch.zeros(2, 6), torch.zeros(2, 5)))
+
+
+def test_an_unbatched_multi_channel_state_round_trips():
+    """A cell whose state leaves have more than (batch, hidden): the state it returns for one sequence is the one
+    it takes back (MC-RNN's state holds its channels' blocks)."""
+    torch.manual_seed(0)
+    layer = Recurrent(functools.partial(MultiChannel, cell="GRU", block_size=3), 4, 6)
+    x = torch.randn(9, 4)
+    out, state = layer(x)
+    whole, _ = layer(torch.cat([x, x]))
+    again, _ = layer(x, state)
+    torch.testing.assert_close(again, whole[9:])
+    batched = layer(x.unsqueeze(1))[1]
+    for leaf, batched_leaf in zip(state if isinstance(state, tuple) else (state,),
+                                  batched if isinstance(batched, tuple) else (batched,)):
+        assert leaf.shape == batched_leaf.squeeze(1).shape

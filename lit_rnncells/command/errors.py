@@ -95,6 +95,29 @@ def _cell_option_message(text: str) -> Optional[str]:
     return no_option_message(cls.__name__, unknown[0], accepted)
 
 
+_REQUIRED = re.compile(r'Parser key "((?:\w+\.)*cell)":[\s\S]*?the following arguments are required: ([\w, ]+)')
+
+
+def _required_cell_option_message(text: str) -> Optional[str]:
+    """A cell named without an option it requires (``--model.init_args.cell MultiChannel``, whose ``cell`` is the
+    cell it wraps): the option and the flag that gives it (jsonargparse's report ended "the following arguments are
+    required: cell" inside the whole model it echoed)."""
+    match = _REQUIRED.search(text)
+    if match is None:
+        return None
+    key, options = match.group(1), [o.strip() for o in match.group(2).split(",") if o.strip()]
+    from ..cells.base import RecurrentCell
+
+    named = (import_object(path) for path in _CLASS_PATH.findall(text))
+    cell = next((c for c in named if isinstance(c, type) and issubclass(c, RecurrentCell)), None)
+    if cell is None or not options:
+        return None
+    flag = f"--model.init_args.{key}.init_args.{options[0]}"
+    example = "GRU" if options[0] == "cell" else "<value>"
+    return (f"The cell {cell.__name__} needs the option{'s' if len(options) > 1 else ''} {', '.join(options)}; "
+            f"give it with {flag} {example}, or under the cell's init_args in a config.")
+
+
 _CLASS_KEY = re.compile(r'^Parser key "(model|data)"')
 _CLASS_GIVEN = re.compile(r"Problem with given class_path '([\w.]+)'|dot import path string: ([\w.]+)|"
                           r"'class_path': '([\w.]+)'|Given value: ([\w.]+)\s*$", re.M)
@@ -153,7 +176,7 @@ def _unimportable_message(text: str) -> Optional[str]:
 
 def _from_parser_report(text: str) -> Optional[str]:
     """The actionable line of a jsonargparse report."""
-    cell = _cell_option_message(text)
+    cell = _cell_option_message(text) or _required_cell_option_message(text)
     if cell is not None:
         return cell
     if re.search(r"Problem with given class_path|dot import path string|does not correspond to a subclass", text):

@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 import contextlib
+import inspect
 import time
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import torch
 from torch import Tensor, nn
@@ -119,6 +120,22 @@ def check_input_dtype(x: Tensor, layer: nn.Module) -> None:
                         f"other (x.to({weight.dtype}) or layer.to({x.dtype})), or run under torch.autocast.")
 
 
+def _check_required_options(factory: Callable[..., RecurrentCell]) -> None:
+    """A cell factory missing a keyword-only option it requires (``MultiChannel`` without the ``cell`` it wraps) is
+    one sentence naming the option and how to give it (it was the constructor's TypeError)."""
+    try:
+        parameters = inspect.signature(factory).parameters.values()
+    except (TypeError, ValueError):  # no signature to read: the call itself says what is wrong
+        return
+    missing = [p.name for p in parameters if p.kind is p.KEYWORD_ONLY and p.default is p.empty]
+    if missing:
+        name = getattr(getattr(factory, "func", factory), "__name__", repr(factory))
+        given = ", ".join(f"{m}=..." for m in missing)
+        raise ValueError(f"The cell {name} needs the option{'s' if len(missing) > 1 else ''} {', '.join(missing)}; "
+                         f"pass functools.partial({name}, {given}) in Python, or give "
+                         f"{' and '.join(missing)} under the cell's init_args in a config.")
+
+
 class Recurrent(nn.Module):
     """A multi-layer, optionally bidirectional recurrent layer around any cell.
 
@@ -164,6 +181,7 @@ class Recurrent(nn.Module):
             check_cell(RecurrentCell, "graphs")  # before building cells: CUDA first
         if self.backend == "compiled":
             compile_mode()  # an unknown $LIT_RNNCELLS_COMPILE_MODE is refused here, before any training
+        _check_required_options(factory)
         cells = []
         for layer in range(num_layers):
             layer_input = input_size if layer == 0 else hidden_size * self.num_directions
@@ -313,12 +331,13 @@ class Recurrent(nn.Module):
             raise ValueError("An unbatched input (T, input_size) is one sequence of its full length; pass lengths "
                              "only with a batch.")
         if state is not None:
-            def one(s: Tensor) -> Tensor:
-                if s.dim() != 2:
+            def one(s: Tensor, batched: Tensor) -> Tensor:  # batched: a cell's own state for a batch of one
+                if s.shape != (len(self.cells), *batched.shape[1:]):
+                    want = ", ".join(str(n) for n in (len(self.cells), *batched.shape[1:]))
                     raise ValueError(f"For an unbatched input (T, input_size) the initial state has no batch "
-                                     f"dimension: shape ({len(self.cells)}, hidden_size), got {tuple(s.shape)}.")
+                                     f"dimension: shape ({want}), got {tuple(s.shape)}.")
                 return s.unsqueeze(1)
-            state = map_state(one, state)
+            state = map_state(one, state, self.cells[0].initial_state(1, device=x.device, dtype=x.dtype))
         batch_dim = 0 if self.batch_first else 1
         result = self.forward(x.unsqueeze(batch_dim), state, return_aux=return_aux)
         return (result[0].squeeze(batch_dim), map_state(lambda s: s.squeeze(1), result[1]), *result[2:])

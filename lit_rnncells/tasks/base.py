@@ -20,8 +20,9 @@ from ..nn.recurrent import Recurrent
 from ..utils.imports import import_object, unimportable_class
 
 CellSpec = Union[CellFactory, str]
-_RestrictedClassmethod = type(LightningModule.__dict__["load_from_checkpoint"])  # Lightning's: refuses instance calls
 """A cell factory (a cell class or ``class_path`` config) or a registered cell name."""
+
+_RestrictedClassmethod = type(LightningModule.__dict__["load_from_checkpoint"])  # Lightning's: refuses instance calls
 
 
 def _import_cell(class_path: str) -> type:
