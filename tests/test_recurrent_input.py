@@ -72,3 +72,17 @@ def test_a_cell_without_an_option_it_requires_names_the_option_and_how_to_give_i
         Recurrent("MultiChannel", 4, 8)
     layer = Recurrent(functools.partial(MultiChannel, cell="GRU", block_size=2), 4, 8)
     assert layer(torch.randn(5, 2, 4))[0].shape == (5, 2, 8)
+
+
+def test_a_built_cell_or_an_option_the_cell_lacks_is_one_sentence_before_any_cell_is_built():
+    """A cell instance where its class belongs (was "Module [GRU] is missing the required forward function"), and
+    an option the cell lacks given through functools.partial (was the TypeError of ZoneFunctions, a part of the
+    cell the option reached)."""
+    import functools
+
+    with pytest.raises(TypeError, match=r"^cell is a built GRU module; pass its class \(GRU\) or a factory such as "
+                                        r"functools.partial\(GRU, ...\): Recurrent builds one cell per layer"):
+        Recurrent(GRU(4, 8), 4, 8)
+    with pytest.raises(ValueError, match=r"^SatMZU has no option 'zone'. Did you mean 'zones'\? SatMZU accepts: zones,"):
+        Recurrent(functools.partial(SatMZU, zone=2), 4, 8)
+    assert Recurrent(functools.partial(SatMZU, zones=2), 4, 8).cells[0].zones == 2

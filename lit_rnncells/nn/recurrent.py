@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 import time
 from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
@@ -13,7 +14,7 @@ from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_
 
 from ..utils.arguments import check_positive, check_probability
 from ..cells.base import CellFactory, RecurrentCell, State
-from ..cells.registry import get_cell
+from ..cells.registry import cell_options, get_cell, no_option_message
 from .backend import Plan, check_backend, check_cell, entry, resolve, say_choice
 from .compiled import compile_mode, compiled_calls, compiled_step, report_compiled_forward
 from .graphs import run_graphed
@@ -120,9 +121,21 @@ def check_input_dtype(x: Tensor, layer: nn.Module) -> None:
                         f"other (x.to({weight.dtype}) or layer.to({x.dtype})), or run under torch.autocast.")
 
 
-def _check_required_options(factory: Callable[..., RecurrentCell]) -> None:
-    """A cell factory missing a keyword-only option it requires (``MultiChannel`` without the ``cell`` it wraps) is
-    one sentence naming the option and how to give it (it was the constructor's TypeError)."""
+def _check_factory(factory: Callable[..., RecurrentCell]) -> None:
+    """One sentence, before any cell is built, for a cell factory that cannot build: a cell instance where its class
+    belongs (it was "Module [GRU] is missing the required forward function"), an option the cell does not have
+    given through ``functools.partial`` (it was the TypeError of whichever part of the cell it reached), and a
+    keyword-only option it requires left out (``MultiChannel`` without the cell it wraps)."""
+    if isinstance(factory, nn.Module):
+        name = type(factory).__name__
+        raise TypeError(f"cell is a built {name} module; pass its class ({name}) or a factory such as "
+                        f"functools.partial({name}, ...): Recurrent builds one cell per layer and direction.")
+    cls = getattr(factory, "func", None) if isinstance(factory, functools.partial) else None
+    if isinstance(cls, type) and issubclass(cls, RecurrentCell) and cls.__module__.startswith("lit_rnncells."):
+        accepted = cell_options(cls)  # ours: their **options all reach a base class (a user's may read its own)
+        unknown = [k for k in factory.keywords if k not in accepted]
+        if unknown:
+            raise ValueError(no_option_message(cls.__name__, unknown[0], accepted))
     try:
         parameters = inspect.signature(factory).parameters.values()
     except (TypeError, ValueError):  # no signature to read: the call itself says what is wrong
@@ -181,7 +194,7 @@ class Recurrent(nn.Module):
             check_cell(RecurrentCell, "graphs")  # before building cells: CUDA first
         if self.backend == "compiled":
             compile_mode()  # an unknown $LIT_RNNCELLS_COMPILE_MODE is refused here, before any training
-        _check_required_options(factory)
+        _check_factory(factory)
         cells = []
         for layer in range(num_layers):
             layer_input = input_size if layer == 0 else hidden_size * self.num_directions
