@@ -31,7 +31,7 @@ from . import hub
 from .batching import batch_loader
 from .check import SplitCheckMixin
 from .known import variant
-from ..utils.paths import check_no_blank_lines, read_predict_lines
+from ..utils.paths import read_predict_lines
 from .split_check import language_model_files
 from .text import (Vocabulary, VocabularyMismatchError, build_corpus, cached, default_cache_dir, file_fingerprint,
                    is_hub_id, local_or_hub)
@@ -295,7 +295,6 @@ class LanguageModelDataModule(SplitCheckMixin, LightningDataModule):
         self.variable_bptt, self.min_bptt, self.seed = variable_bptt, min_bptt, seed
         self.prompts, self.predict_length, self.temperature = list(prompts), predict_length, temperature
         self.predict_file = predict_file
-        self._predict_cache: Optional[Tuple[str, List[str]]] = None
         self.cache = cache = default_cache_dir() if cache_dir is None else (Path(cache_dir) if cache_dir else None)
         load, source = corpus_texts(dataset, self.data_dir, tuple(split_sizes))
         space = "_" if dataset == "ptb_char" else " "
@@ -359,14 +358,7 @@ class LanguageModelDataModule(SplitCheckMixin, LightningDataModule):
         it: a blank line is an error naming it), else ``prompts``."""
         if self.predict_file is None:
             return self.prompts
-        if self._predict_cache is None or self._predict_cache[0] != self.predict_file:  # standard input reads once
-            self._predict_cache = (self.predict_file, read_predict_lines(self.predict_file))
-        lines = self._predict_cache[1]
-        name = "standard input" if self.predict_file == "-" else f"predict_file {self.predict_file!r}"
-        if not lines:
-            raise ValueError(f"{name} has no lines; give one prompt per line.")
-        check_no_blank_lines(lines, name)
-        return lines
+        return read_predict_lines(self.predict_file, "prompt")
 
     def predict_dataloader(self) -> DataLoader:
         items = [{"index": i, "prompt": p, "length": self.predict_length, "temperature": self.temperature}

@@ -80,11 +80,6 @@ def check_parallel(source: Lines, target: Lines, source_name: str, target_name: 
                          f"{target_name} has {len(target):,}; give line-aligned files (one pair per line).")
 
 
-def check_no_empty(lines: Lines, name: str) -> None:
-    """Evaluation and predict inputs may not hold empty lines (the policy for those splits)."""
-    check_no_blank_lines(lines, name)
-
-
 def hub_alternative(dataset: str) -> str:
     """The end of a hub error: where a local copy goes instead."""
     names = sorted(p.format(lang) for p in _files(dataset).values() for lang in record(dataset).languages)
@@ -146,7 +141,7 @@ def several_references(paths: List[Path], limit: Optional[int]) -> List[Tuple[st
     streams = []
     for path in paths:
         lines = read_lines(path)
-        check_no_empty(lines, str(path))
+        check_no_blank_lines(lines, str(path))
         streams.append(lines[:limit] if limit is not None else lines)
     return list(zip(*streams))
 

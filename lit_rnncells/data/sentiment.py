@@ -26,6 +26,7 @@ import torch
 from torch import Tensor
 
 from ..utils.arguments import check_positive
+from ..utils.paths import predict_input_name
 from . import imdb, semeval, sst
 from .batching import pad_batch
 from .check import Bound, bind
@@ -64,6 +65,8 @@ class AspectSentimentDataModule(SentimentDataModule):
     held-out validation sentences). Batches: ``tokens`` (B, T), ``lengths`` (B,), ``aspect`` (B, A) the aspect term's token ids,
     ``aspect_lengths`` (B,), ``labels`` (B,) (not in predict), ``index`` (B,), ``epoch``, ``batch``.
     """
+
+    predict_line = "sentence<TAB>aspect term"
 
     def __init__(self, domain: Literal["restaurants", "laptops"] = "restaurants", data_dir: Optional[str] = None,
                  subset: Literal["ds", "hds"] = "ds", hds_train: bool = True, keep_conflict: bool = True,
@@ -145,8 +148,8 @@ class AspectSentimentDataModule(SentimentDataModule):
         for number, line in enumerate(lines, 1):
             sentence, tab, term = line.partition("\t")
             if not tab or not term.strip() or not sentence.strip():
-                raise ValueError(f"Line {number} of predict_file {self.predict_file!r} is not 'sentence<TAB>aspect "
-                                 "term'; write each input as the sentence, a tab, then the aspect term.")
+                raise ValueError(f"Line {number} of {predict_input_name(self.predict_file)} is not 'sentence<TAB>"
+                                 "aspect term'; write each input as the sentence, a tab, then the aspect term.")
             items.append({"tokens": encode(self._tokens(sentence), self.vocab),
                           "aspect": encode(self._tokens(term), self.vocab)})
         return items
@@ -181,6 +184,8 @@ class DocumentSentimentDataModule(SentimentDataModule):
     Batches: ``tokens`` (B, T), ``lengths`` (B,), ``labels`` (B,) (not in predict), ``index`` (B,),
     ``epoch``, ``batch``.
     """
+
+    predict_line = "document"
 
     def __init__(self, dataset: Literal["imdb", "sst"] = "imdb", data_dir: Optional[str] = None,
                  granularity: Literal["binary", "fine"] = "binary", train_phrases: bool = True,

@@ -14,7 +14,7 @@ from torch import Tensor
 from torch.utils.data import DataLoader
 
 from ..utils.arguments import check_positive
-from ..utils.paths import check_no_blank_lines, read_predict_lines
+from ..utils.paths import read_predict_lines
 from .batching import BucketedBatches, LengthBucketsMixin, ResumableBatchesMixin, batch_loader
 from .check import SplitCheckMixin
 from .checkpoint_state import datamodule_state
@@ -88,6 +88,9 @@ class SentimentDataModule(SplitCheckMixin, ResumableBatchesMixin, LengthBucketsM
 
     FROM_CHECKPOINT = ("max_vocab_size", "min_frequency")
     """Options that build the vocabulary: with a checkpoint (test / predict) its vocabulary is used instead."""
+
+    predict_line = "input"
+    """What one line of ``predict_file`` holds, as its errors name it (a subclass says, e.g. ``"document"``)."""
 
     def __init__(self, *, data_dir: Optional[str], batch_size: int, eval_batch_size: Optional[int],
                  max_tokens: Optional[int], lowercase: bool, max_vocab_size: Optional[int], min_frequency: int,
@@ -202,15 +205,7 @@ class SentimentDataModule(SplitCheckMixin, ResumableBatchesMixin, LengthBucketsM
         if stage in ("fit", "validate", "test") and not self.splits:
             self._load(self.vocab)  # from a checkpoint: encode the data with its vocabulary
         if stage == "predict" and self.predict_items is None:
-            if not self.predict_file:
-                raise ValueError("predict needs data.init_args.predict_file: a text file (or '-' for stdin), "
-                                 "one input per line.")
-            lines = read_predict_lines(self.predict_file)
-            check_no_blank_lines(lines, "standard input" if self.predict_file == "-" else
-                                 f"predict_file {self.predict_file!r}")
-            self.predict_items = self._predict_items(lines)
-            if not self.predict_items:
-                raise ValueError(f"predict_file {self.predict_file!r} has no lines; give one input per line.")
+            self.predict_items = self._predict_items(read_predict_lines(self.predict_file, self.predict_line))
 
     def _batches(self, split: str, shuffle: bool) -> BucketedBatches:
         rank, world = self.rank_world()

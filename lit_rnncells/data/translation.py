@@ -48,13 +48,13 @@ from torch import Tensor
 from torch.utils.data import DataLoader
 
 from ..utils.arguments import apply_deprecated_names, check_positive, group_as_dict, option_group
-from ..utils.paths import read_predict_lines
+from ..utils.paths import check_no_blank_lines, predict_input_name, read_predict_lines
 from . import duc
 from .check import SplitCheckMixin
 from .batching import BucketedBatches, LengthBucketsMixin, ResumableBatchesMixin, batch_loader, pad_batch
 from .checkpoint_state import datamodule_state
 from .known import translation_datasets
-from .parallel_text import (MOSES_LANGUAGE, Lines, _local_only, canonical_unk, check_no_empty, check_parallel,
+from .parallel_text import (MOSES_LANGUAGE, Lines, _local_only, canonical_unk, check_parallel,
                             default_data_dir, default_pretokenized, direction, missing_local,
                             record, several_references, split_source, test_only_for)
 from .parallel_text import (HUB_IDS, IWSLT14_MISSING, LOCAL_FILES, hub_alternative, read_hub_split,  # noqa: F401
@@ -148,7 +148,6 @@ class TranslationDataModule(SplitCheckMixin, ResumableBatchesMixin, LengthBucket
         self.cache = default_cache_dir() if cache_dir is None else (Path(cache_dir) if cache_dir else None)
         self._hub: Dict[str, Any] = {}
         self._splits: Dict[str, Dict[str, Any]] = {}
-        self._predict_cache: Optional[Tuple[str, Lines]] = None
         self.dropped: Dict[str, int] = {"empty": 0, "too_long": 0}
         if checkpoint_path is not None:  # test / predict from a checkpoint: its tokenizers, files read lazily
             state = datamodule_state(checkpoint_path, type(self))
@@ -285,8 +284,8 @@ class TranslationDataModule(SplitCheckMixin, ResumableBatchesMixin, LengthBucket
                 empty = len(source) - len(keep)
                 source, target, lines = [source[i] for i in keep], [target[i] for i in keep], [lines[i] for i in keep]
             else:
-                check_no_empty(source, source_name)
-                check_no_empty(target, target_name)
+                check_no_blank_lines(source, source_name)
+                check_no_blank_lines(target, target_name)
             built = {"source": self.source_tokenizer.encode_batch(source),
                      "target": self.target_tokenizer.encode_batch(target),
                      "source_text": source, "target_text": target, "line": lines, "empty": empty,
@@ -330,18 +329,8 @@ class TranslationDataModule(SplitCheckMixin, ResumableBatchesMixin, LengthBucket
                                  "(--data.init_args.max_input_length).")
 
     def predict_lines(self) -> Lines:
-        """The predict input's lines (standard input is read once and kept); empty lines are an error."""
-        if self.predict_file is None:
-            raise ValueError("predict needs data.init_args.predict_file: a file of source lines, or '-' for stdin.")
-        name = "standard input" if self.predict_file == "-" else str(Path(self.predict_file).expanduser())
-        if self._predict_cache is None or self._predict_cache[0] != self.predict_file:
-            self._predict_cache = (self.predict_file, read_predict_lines(self.predict_file))
-        lines = self._predict_cache[1]
-        if not lines:
-            raise ValueError(f"{name} has no lines to {'summarise' if self.dataset == 'gigaword' else 'translate'}; "
-                             "give one source sentence per line.")
-        check_no_empty(lines, name)
-        return lines
+        """The predict input's lines, refused as every task's are (:func:`read_predict_lines`)."""
+        return read_predict_lines(self.predict_file, "article" if self.dataset == "gigaword" else "source sentence")
 
     # --- what the CLI links into the model ---------------------------------------------
     @property
@@ -413,8 +402,7 @@ class TranslationDataModule(SplitCheckMixin, ResumableBatchesMixin, LengthBucket
     def predict_dataloader(self) -> DataLoader:
         lines = self.predict_lines()
         sources = self.source_tokenizer.encode_batch(lines)
-        name = "standard input" if self.predict_file == "-" else str(self.predict_file)
-        self._check_input_length(sources, range(1, len(lines) + 1), name)
+        self._check_input_length(sources, range(1, len(lines) + 1), predict_input_name(self.predict_file))
         return self._eval_loader({"source": sources, "source_text": lines}, False)
 
     # --- checkpoint --------------------------------------------------------------------------

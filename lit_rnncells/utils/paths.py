@@ -3,6 +3,7 @@ mistake is one sentence naming the path (not a traceback from deep inside a writ
 from __future__ import annotations
 
 import os
+import weakref
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Union
 
@@ -70,14 +71,21 @@ def read_text_file(path: PathLike, what: str) -> str:
                          "text file with one input per line.") from None
 
 
+_STDIN_TEXT: "weakref.WeakKeyDictionary[object, str]" = weakref.WeakKeyDictionary()
+
+
 def read_stdin(what: str) -> str:
-    """Standard input as text; input that is not UTF-8 is one sentence."""
+    """Standard input as text, read once and kept (a stream is empty once read, and Lightning may ask a DataModule
+    for its predict loader more than once); input that is not UTF-8 is one sentence."""
     import sys
-    try:
-        return sys.stdin.read()
-    except UnicodeDecodeError as error:
-        raise ValueError(f"{what} (standard input) is not UTF-8 text (byte {error.start}: {error.reason}); pipe in "
-                         "UTF-8 text with one input per line.") from None
+    stream = sys.stdin
+    if stream not in _STDIN_TEXT:
+        try:
+            _STDIN_TEXT[stream] = stream.read()
+        except UnicodeDecodeError as error:
+            raise ValueError(f"{what} (standard input) is not UTF-8 text (byte {error.start}: {error.reason}); pipe "
+                             "in UTF-8 text with one input per line.") from None
+    return _STDIN_TEXT[stream]
 
 
 def split_lines(text: str) -> List[str]:
@@ -91,16 +99,31 @@ def split_lines(text: str) -> List[str]:
     return [line.rstrip("\r") for line in lines]
 
 
-def read_predict_lines(predict_file: str, what: str = "predict_file") -> List[str]:
-    """The lines of a predict input (:func:`split_lines`): a UTF-8 file, or standard input for ``"-"``; every
-    task's ``predict_file`` is read here."""
+def predict_input_name(predict_file: str) -> str:
+    """How errors name a predict input: ``standard input`` for ``"-"``, else ``predict_file '<path>'``."""
+    return "standard input" if predict_file == "-" else f"predict_file {str(Path(predict_file).expanduser())!r}"
+
+
+def read_predict_lines(predict_file: Optional[str], each: str, what: str = "predict_file") -> List[str]:
+    """The lines of a predict input (:func:`split_lines`): a UTF-8 file, or standard input for ``"-"``. Every
+    task's ``predict_file`` is read here, and refused here the same way when it is not given, does not exist, has
+    no lines or has a blank one (``each`` names what one line holds, e.g. ``"prompt"``)."""
+    if not predict_file:
+        raise ValueError(f"predict needs data.init_args.predict_file: a text file with one {each} per line, or '-' "
+                         "for standard input.")
     if predict_file == "-":
-        return split_lines(read_stdin(what))
-    path = Path(predict_file).expanduser()
-    if not path.is_file():
-        raise FileNotFoundError(f"{what} {str(path)!r} does not exist; pass a text file with one input per line, "
-                                "or '-' for standard input.")
-    return split_lines(read_text_file(path, what))
+        lines = split_lines(read_stdin(what))
+    else:
+        path = Path(predict_file).expanduser()
+        if not path.is_file():
+            raise FileNotFoundError(f"{what} {str(path)!r} does not exist; pass a text file with one {each} per "
+                                    "line, or '-' for standard input.")
+        lines = split_lines(read_text_file(path, what))
+    name = predict_input_name(predict_file)
+    if not lines:
+        raise ValueError(f"{name} has no lines; give one {each} per line.")
+    check_no_blank_lines(lines, name)
+    return lines
 
 
 def check_no_blank_lines(lines: Sequence[str], name: str) -> None:
