@@ -783,12 +783,25 @@ CELL_SPEC_PROBES = {
     "a misspelt option in a cell spec": (['{"class_path": "SatMZU", "init_args": {"zonez": 4}}'],
                                          ["SatMZU has no option 'zonez'. Did you mean 'zones'?"]),
     "a misspelt cell option as a flag": (["SatMZU", "--model.init_args.cell.zonez", "4"],
-                                         ["No cell has the option 'zonez'", "Did you mean 'zones'?"]),
+                                         ["SatMZU has no option 'zonez' (--model.init_args.cell.zonez). Did you mean "
+                                          "'zones'? SatMZU accepts: zones, filter_size,"]),
     "an option of another cell as a flag": (["GRU", "--model.init_args.cell.zones", "4"],
-                                            ["The cell given has no option 'zones'", "SatMZU"]),
+                                            ["GRU has no option 'zones' (--model.init_args.cell.zones). GRU accepts: "
+                                             "update_bias. 'zones' is an option of CapMZU, GcnMZU, SatMZU."]),
+    "an option given to a cell that takes none": (["LSTM", "--model.init_args.cell.init_args.zones", "4"],
+                                                  ["LSTM has no option 'zones' (--model.init_args.cell.init_args."
+                                                   "zones). LSTM takes no options. 'zones' is an option of"]),
     "a misspelt cell option as an init_args flag": (["SatMZU", "--model.init_args.cell.init_args.zonez", "4"],
-                                                    ["No cell has the option 'zonez' (--model.init_args.cell.init_args."
+                                                    ["SatMZU has no option 'zonez' (--model.init_args.cell.init_args."
                                                      "zonez). Did you mean 'zones'?"]),
+    "a misspelt option of the cell a wrapper wraps": (
+        ["MultiChannel", "--model.init_args.cell.init_args.cell", "SatMZU",
+         "--model.init_args.cell.init_args.cell.init_args.zonez", "4"],
+        ["SatMZU has no option 'zonez' (--model.init_args.cell.init_args.cell.init_args.zonez). Did you mean "
+         "'zones'?"]),
+    "a misspelt option of a user's cell": (
+        ["tests.examples.minimal_cell.MinimalRNN", "--model.init_args.cell.init_args.zones", "4"],
+        ["MinimalRNN has no option 'zones' (--model.init_args.cell.init_args.zones). MinimalRNN takes no options."]),
     "compare's Name(option=value) form with a misspelt option": (
         ["SatMZU(zonez=4)"], ["SatMZU has no option 'zonez'. Did you mean 'zones'?", "compare's --cells form",
                               '--model.init_args.cell \'{"class_path": "SatMZU", "init_args": {"zones": 4}}\'']),

@@ -181,6 +181,10 @@ def test_accuracy_per_epoch_figure(sweep, tmp_path):
     (["--config", CONFIG, "--cells", "GRU", "--match-params", "GRU@x"], "CELL@HIDDEN"),
     (["--config", CONFIG, "--cells", "GRU", "--seeds", "two"], "invalid int value"),
     (["--config", CONFIG, "--cells", "GRU", "--vary", "data.init_args.train_sizes=1,2"], "Did you mean 'train_size'"),
+    (["--config", CONFIG, "--cells", "LSTM(zones=4)"],  # it said "LSTM accepts: ."
+     "--cells 'LSTM(zones=4)': LSTM has no option 'zones'. LSTM takes no options. 'zones' is an option of CapMZU"),
+    (["--config", CONFIG, "--cells", "GRU", "--vary", "model.init_args.cell.init_args.zone=2,4"],
+     "GRU has no option 'zone' (--model.init_args.cell.init_args.zone). GRU accepts: update_bias."),
 ])
 def test_bad_input_is_one_line_and_exit_2(argv, expected, capsys, tmp_path):
     assert cmp.main(argv + ["--out", str(tmp_path)]) == 2

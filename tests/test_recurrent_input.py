@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from lit_rnncells.cells import GRU, SatMZU
+from lit_rnncells.cells import GRU, Elman, SatMZU
 from lit_rnncells.nn import Recurrent
 
 
@@ -86,3 +86,7 @@ def test_a_built_cell_or_an_option_the_cell_lacks_is_one_sentence_before_any_cel
     with pytest.raises(ValueError, match=r"^SatMZU has no option 'zone'. Did you mean 'zones'\? SatMZU accepts: zones,"):
         Recurrent(functools.partial(SatMZU, zone=2), 4, 8)
     assert Recurrent(functools.partial(SatMZU, zones=2), 4, 8).cells[0].zones == 2
+    # a cell without options says so, and names the cells that have the one given (it said "Elman accepts: .")
+    with pytest.raises(ValueError, match=r"^Elman has no option 'zones'. Elman takes no options. 'zones' is an "
+                                         r"option of CapMZU, GcnMZU, SatMZU\.$"):
+        Recurrent(functools.partial(Elman, zones=2), 4, 8)

@@ -47,21 +47,35 @@ def available_cells() -> List[str]:
     return sorted({cls.__name__ for cls in _CELLS.values()})
 
 
-def _imported_cell(path: str) -> Type[RecurrentCell] | None:
+def imported_cell(path: str) -> Type[RecurrentCell] | None:
     """The cell class at an import path (``package.module.Class`` or ``package.module:Class``), importing its
     module (which registers the cell, if it registers itself); ``None`` when it is not one."""
     found = import_object(path)
     return found if isinstance(found, type) and issubclass(found, RecurrentCell) else None
 
 
-def no_option_message(name: str, option: str, accepted: Optional[Sequence[str]]) -> str:
-    """``<name> has no option '<option>'. Did you mean '<close>'? <name> accepts: ...`` (``accepted`` None: the
-    first sentence only). Shared by the command line, compare and :func:`get_cell`."""
+def no_option_message(name: str, option: str, accepted: Optional[Sequence[str]], flag: str = "") -> str:
+    """``<name> has no option '<option>' (<flag>). Did you mean '<close>'? <name> accepts: ...`` (``accepted``
+    None: the first sentence only; empty: ``<name> takes no options.``). Shared by the command line, compare and
+    :func:`get_cell`."""
+    where = f" ({flag})" if flag else ""
     if accepted is None:
-        return f"{name} has no option '{option}'."
+        return f"{name} has no option '{option}'{where}."
     close = difflib.get_close_matches(option, accepted, n=1)
     hint = f" Did you mean '{close[0]}'?" if close else ""
-    return f"{name} has no option '{option}'.{hint} {name} accepts: {', '.join(accepted)}."
+    takes = f"{name} accepts: {', '.join(accepted)}." if accepted else f"{name} takes no options."
+    return f"{name} has no option '{option}'{where}.{hint} {takes}"
+
+
+def no_cell_option_message(cls: type, option: str, flag: str = "") -> str:
+    """:func:`no_option_message` for a cell, naming the registered cells that have the option when the cell has
+    none close to it (``zones`` given to GRU: ``'zones' is an option of CapMZU, GcnMZU, SatMZU.``)."""
+    accepted = cell_options(cls)
+    message = no_option_message(cls.__name__, option, accepted, flag)
+    if difflib.get_close_matches(option, accepted, n=1):
+        return message
+    having = [name for name in available_cells() if option in cell_options(get_cell(name))]
+    return f"{message} '{option}' is an option of {', '.join(having)}." if having else message
 
 
 def _options_form(name: str) -> Optional[str]:
@@ -76,7 +90,7 @@ def _options_form(name: str) -> Optional[str]:
     wrong = [key.strip() for key, _, _ in pairs if key.strip() not in accepted]
     spelt = {k: (difflib.get_close_matches(k, accepted, n=1) or [k])[0] for k in wrong}
     fixed = ", ".join(f'"{spelt.get(key.strip(), key.strip())}": {value.strip()}' for key, _, value in pairs)
-    first = f"{no_option_message(cls.__name__, wrong[0], accepted)} " if wrong else ""
+    first = f"{no_cell_option_message(cls, wrong[0])} " if wrong else ""
     return (f"Cell {name!r}: {first}Name(key=value) is compare's --cells form; here give the cell's options as "
             f"--model.init_args.cell '{{\"class_path\": \"{cls.__name__}\", \"init_args\": {{{fixed}}}}}'.")
 
@@ -91,7 +105,7 @@ def get_cell(name: str) -> Type[RecurrentCell]:
     try:
         return _CELLS[_key(name)]
     except KeyError:
-        imported = _imported_cell(name) if "." in name or ":" in name else None
+        imported = imported_cell(name) if "." in name or ":" in name else None
         if imported is not None:
             return imported
         form = _options_form(name)

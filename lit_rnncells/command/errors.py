@@ -14,7 +14,8 @@ import re
 from pathlib import Path
 from typing import Iterator, List, Optional
 
-from ..cells.registry import available_cells, cell_options, get_cell, no_option_message  # noqa: F401
+from ..cells.registry import (imported_cell, available_cells, cell_options, get_cell, no_cell_option_message,
+                              no_option_message)
 from ..utils.imports import import_object, import_problem
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]  # lit_rnncells/ (this file is in lit_rnncells/command/)
@@ -62,17 +63,26 @@ _NESTED_CELL = re.compile(r"NestedArg\(key='((?:[\w]+\.)*cell)(?:\.((?:init_args
                           re.M)
 
 
+_REFUSED_BY_CELL = re.compile(r"Option '(\w+)' is not accepted\. Got value: Namespace\(class_path='([\w.:]+)'")
+"""jsonargparse's line for the class that refused an option: ``Option 'zone' is not accepted. Got value:
+Namespace(class_path='lit_rnncells.cells.SatMZU', ...``."""
+
+
 def _cell_option_message(text: str) -> Optional[str]:
     """A cell spec jsonargparse refused as a whole (``NestedArg(key='cell', val={class_path, init_args})`` or
     ``--model.init_args.cell.<option>``): name the option no cell has, with a close match."""
     import ast
 
-    match = _NESTED_CELL.search(text)
-    if match is None:
+    matches = list(_NESTED_CELL.finditer(text))
+    if not matches:
         return None
-    key, middle, option, value = match.groups()
+    key, middle, option, value = matches[-1].groups()  # the last: the whole key, as given
     if option is not None:  # --model.init_args.cell.<option> <value> (or cell.init_args.<option>)
         flag = f"--model.init_args.{key}.{middle or ''}{option}"
+        refused = _REFUSED_BY_CELL.search(text)
+        cell = imported_cell(refused.group(2)) if refused is not None and refused.group(1) == option else None
+        if cell is not None:  # the report names the cell that refused it (the innermost, for a wrapped cell)
+            return no_cell_option_message(cell, option, flag)
         having = [name for name in available_cells() if option in cell_options(get_cell(name))]
         if having:
             return (f"The cell given has no option '{option}' ({flag}); '{option}' is an "
@@ -92,7 +102,7 @@ def _cell_option_message(text: str) -> Optional[str]:
     unknown = [k for k in (spec.get("init_args") or {}) if k not in accepted]
     if not unknown:
         return None
-    return no_option_message(cls.__name__, unknown[0], accepted)
+    return no_cell_option_message(cls, unknown[0])
 
 
 _REQUIRED = re.compile(r'Parser key "((?:\w+\.)*cell)":[\s\S]*?the following arguments are required: ([\w, ]+)')

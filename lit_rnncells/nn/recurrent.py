@@ -14,7 +14,7 @@ from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_
 
 from ..utils.arguments import check_positive, check_probability
 from ..cells.base import CellFactory, RecurrentCell, State
-from ..cells.registry import cell_options, get_cell, no_option_message
+from ..cells.registry import cell_options, get_cell, no_cell_option_message
 from .backend import Plan, check_backend, check_cell, entry, resolve, say_choice
 from .compiled import compile_mode, compiled_calls, compiled_step, report_compiled_forward
 from .graphs import run_graphed
@@ -135,7 +135,7 @@ def _check_factory(factory: Callable[..., RecurrentCell]) -> None:
         accepted = cell_options(cls)  # ours: their **options all reach a base class (a user's may read its own)
         unknown = [k for k in factory.keywords if k not in accepted]
         if unknown:
-            raise ValueError(no_option_message(cls.__name__, unknown[0], accepted))
+            raise ValueError(no_cell_option_message(cls, unknown[0]))
     try:
         parameters = inspect.signature(factory).parameters.values()
     except (TypeError, ValueError):  # no signature to read: the call itself says what is wrong

@@ -16,8 +16,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import yaml
 
-from ...cells.registry import cell_options, get_cell
-from ...command.errors import SAME_COMMAND_HELP, no_option_message, user_message
+from ...cells.registry import cell_options, get_cell, no_cell_option_message
+from ...command.errors import SAME_COMMAND_HELP, user_message
 from ..param_match import Match, ParamCounter, cell_name
 
 BUDGET_KINDS = ("epochs", "steps", "time")
@@ -98,7 +98,7 @@ def check_cell(spec: str) -> Any:
         if not sep:
             raise CompareError(f"--cells {text!r}: options are key=value, e.g. MultiChannel(cell=GRU,block_size=3).")
         if key.strip() not in accepted:
-            raise CompareError(f"--cells {text!r}: {no_option_message(cls.__name__, key.strip(), accepted)}")
+            raise CompareError(f"--cells {text!r}: {no_cell_option_message(cls, key.strip())}")
         init_args[key.strip()] = yaml.safe_load(value)
     return {"class_path": name, "init_args": init_args}
 
