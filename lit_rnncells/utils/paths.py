@@ -122,14 +122,15 @@ def read_predict_lines(predict_file: Optional[str], each: str, what: str = "pred
     name = predict_input_name(predict_file)
     if not lines:
         raise ValueError(f"{name} has no lines; give one {each} per line.")
-    check_no_blank_lines(lines, name)
+    check_no_blank_lines(lines, name, fix="remove the line, or give it text")
     return lines
 
 
-def check_no_blank_lines(lines: Sequence[str], name: str) -> None:
-    """Evaluation and predict inputs hold text on every line: a blank line is an error naming it (every task's
-    predict refuses it the same way, rather than predicting for an empty input)."""
+def check_no_blank_lines(lines: Sequence[str], name: str, fix: str = "remove the line, or its pair in both files"
+                         ) -> None:
+    """Evaluation and predict inputs hold text on every line: a blank line is an error naming it and ``fix`` (every
+    task's predict refuses it the same way, rather than predicting for an empty input)."""
     for number, line in enumerate(lines, 1):
         if not line.strip():
             raise ValueError(f"Line {number} of {name} is empty; evaluation and predict inputs need text on "
-                             "every line (remove the line, or its pair in both files).")
+                             f"every line ({fix}).")
