@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import Iterator, List, Optional
 
-from ..cells.registry import (imported_cell, available_cells, cell_options, get_cell, no_cell_option_message,
+from ..cells.registry import (available_cells, cell_options, get_cell, imported_cell, no_cell_option_message,
                               no_option_message)
 from ..utils.imports import import_object, import_problem
 
