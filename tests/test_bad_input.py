@@ -149,6 +149,9 @@ CLI_PROBES = {
     "unknown cell": (["--model.init_args.cell", "GRUU"], ["Unknown cell 'GRUU'", "Did you mean 'GRU'?"]),
     "own cell by its bare name": (["--model.init_args.cell", "MyOwnCell"],
                                   ["Unknown cell 'MyOwnCell'", "import path, e.g. mycells.minimal.MyOwnCell"]),
+    "unknown cell in compare's Name(option=value) form": (  # the example was mycells.minimal.MyOwnCell(depth=2)
+        ["--model.init_args.cell", "MyOwnCell(depth=2)"],
+        ["Unknown cell 'MyOwnCell(depth=2)'", "import path, e.g. mycells.minimal.MyCell (the command line"]),
     "a wrapper cell without the cell it wraps": (["--model.init_args.cell", "MultiChannel"], [
         "The cell MultiChannel needs the option cell; give it with --model.init_args.cell.init_args.cell GRU, or "
         "under the cell's init_args in a config."]),
@@ -802,6 +805,15 @@ CELL_SPEC_PROBES = {
     "an option given to a user's cell": (  # GainRNN does not register itself: the registry stays as it was
         ["tests.examples.leaderboard_cell.GainRNN", "--model.init_args.cell.init_args.zones", "4"],
         ["GainRNN has no option 'zones' (--model.init_args.cell.init_args.zones). GainRNN takes no options."]),
+    "compare's Name(option=value) form of a user's cell": (  # was "Unknown cell", its example naming it twice over
+        ["tests.examples.leaderboard_cell:GainRNN(gain=2)"],
+        ["Cell 'tests.examples.leaderboard_cell:GainRNN(gain=2)': GainRNN has no option 'gain'. GainRNN takes no "
+         "options. Name(key=value) is compare's --cells form; here give the cell's options as --model.init_args.cell "
+         '\'{"class_path": "tests.examples.leaderboard_cell.GainRNN", "init_args": {"gain": 2}}\'.']),
+    "compare's Name(option=value) form of a user's module that does not import": (
+        ["tests.examples.no_such_module.Cell(x=1)"],
+        ["Cell 'tests.examples.no_such_module.Cell(x=1)' cannot be imported: there is no module "
+         "'tests.examples.no_such_module'"]),
     "compare's Name(option=value) form with a misspelt option": (
         ["SatMZU(zonez=4)"], ["SatMZU has no option 'zonez'. Did you mean 'zones'?", "compare's --cells form",
                               '--model.init_args.cell \'{"class_path": "SatMZU", "init_args": {"zones": 4}}\'']),

@@ -78,13 +78,23 @@ def no_cell_option_message(cls: type, option: str, flag: str = "") -> str:
     return f"{message} '{option}' is an option of {', '.join(having)}." if having else message
 
 
+_IMPORT_PATH = re.compile(r"[A-Za-z_][\w.]*[.:][A-Za-z_]\w*")
+"""``package.module.Name`` or ``package.module:Name``: a name :func:`get_cell` imports."""
+
+
 def _options_form(name: str) -> Optional[str]:
     """``Name(key=value, ...)`` (compare's ``--cells`` form) given where a cell name is expected: the sentence
     that names a misspelt option and the form the command line takes; ``None`` for any other name."""
-    found = re.fullmatch(r"\s*([\w.]+)\((.*)\)\s*", name)
-    if found is None or _key(found.group(1)) not in _CELLS:
+    found = re.fullmatch(r"\s*([\w.:]+)\((.*)\)\s*", name)
+    if found is None:
         return None
-    cls = _CELLS[_key(found.group(1))]
+    given = found.group(1)
+    by_path = _IMPORT_PATH.fullmatch(given) is not None  # a user's cell (it was "Unknown cell", with an example
+    cls = _CELLS.get(_key(given)) or (imported_cell(given) if by_path else None)  # naming it twice over)
+    if cls is None:
+        problem = import_problem(given) if by_path else None
+        return None if problem is None else f"Cell {name!r} cannot be imported: {problem}."
+    class_path = cls.__name__ if _key(given) in _CELLS else given.replace(":", ".")
     pairs = [p.partition("=") for p in (p.strip() for p in found.group(2).split(",")) if p]
     accepted = cell_options(cls)
     wrong = [key.strip() for key, _, _ in pairs if key.strip() not in accepted]
@@ -92,11 +102,7 @@ def _options_form(name: str) -> Optional[str]:
     fixed = ", ".join(f'"{spelt.get(key.strip(), key.strip())}": {value.strip()}' for key, _, value in pairs)
     first = f"{no_cell_option_message(cls, wrong[0])} " if wrong else ""
     return (f"Cell {name!r}: {first}Name(key=value) is compare's --cells form; here give the cell's options as "
-            f"--model.init_args.cell '{{\"class_path\": \"{cls.__name__}\", \"init_args\": {{{fixed}}}}}'.")
-
-
-_IMPORT_PATH = re.compile(r"[A-Za-z_][\w.]*[.:][A-Za-z_]\w*")
-"""``package.module.Name`` or ``package.module:Name``: a name :func:`get_cell` imports."""
+            f"--model.init_args.cell '{{\"class_path\": \"{class_path}\", \"init_args\": {{{fixed}}}}}'.")
 
 
 def get_cell(name: str) -> Type[RecurrentCell]:
@@ -123,9 +129,10 @@ def get_cell(name: str) -> Type[RecurrentCell]:
         by_key = {_key(k): k for k in known}
         close = difflib.get_close_matches(_key(name), list(by_key), n=1, cutoff=0.6)
         hint = f" Did you mean {by_key[close[0]]!r}?" if close else ""
+        example = f"mycells.minimal.{name}" if name.isidentifier() else "mycells.minimal.MyCell"
         raise UnknownCellError(f"Unknown cell {name!r}.{hint} Known cells: {', '.join(known)}; a cell of your own "
-                               f"module is named by its import path, e.g. mycells.minimal.{name} (the command line "
-                               "imports that module, which registers the cell).") from None
+                               f"module is named by its import path, e.g. {example} (the command line imports that "
+                               "module, which registers the cell).") from None
 
 
 def cell_options(cls: type) -> List[str]:
