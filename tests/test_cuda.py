@@ -163,3 +163,11 @@ def test_two_gpu_ddp_step_equals_one_gpu_on_the_doubled_batch(compiled: str, dat
     assert_ddp_matches_one_process(
         lambda devices, batch: logic(data_dir, cache, tmp_path / f"run{devices}", batch, 0.0)
         + ["--trainer.accelerator", "gpu", "--model.init_args.compile", compiled], tmp_path)
+
+
+def test_device_cuda_builds_the_layer_on_the_gpu_and_runs_there() -> None:
+    """``Recurrent(..., device="cuda")``, as torch.nn.GRU takes it."""
+    layer = Recurrent("GRU", 4, 8, num_layers=2, device="cuda", dtype=torch.float32)
+    assert {p.device.type for p in layer.parameters()} == {"cuda"}
+    output, state = layer(torch.randn(5, 3, 4, device="cuda"))
+    assert output.device.type == state.device.type == "cuda"

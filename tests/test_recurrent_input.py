@@ -90,3 +90,20 @@ def test_a_built_cell_or_an_option_the_cell_lacks_is_one_sentence_before_any_cel
     with pytest.raises(ValueError, match=r"^Elman has no option 'zones'. Elman takes no options. 'zones' is an "
                                          r"option of CapMZU, GcnMZU, SatMZU\.$"):
         Recurrent(functools.partial(Elman, zones=2), 4, 8)
+
+
+def test_device_and_dtype_place_and_type_the_parameters_as_torch_nn_gru_does():
+    """``Recurrent(..., dtype=torch.float64)`` was "unexpected keyword argument 'dtype'"; it equals ``.double()``
+    of the same layer, and ``device='meta'`` builds one without memory."""
+    torch.manual_seed(0)
+    typed = Recurrent("SatMZU", 4, 8, num_layers=2, bidirectional=True, dtype=torch.float64)
+    torch.manual_seed(0)
+    converted = Recurrent("SatMZU", 4, 8, num_layers=2, bidirectional=True).double()
+    assert {p.dtype for p in typed.parameters()} == {torch.float64}
+    x = torch.randn(5, 3, 4, dtype=torch.float64)
+    assert torch.equal(typed(x)[0], converted(x)[0])
+    assert {p.device.type for p in Recurrent("GRU", 4, 8, device="meta").parameters()} == {"meta"}
+    assert {p.device.type for p in Recurrent("GRU", 4, 8, device=torch.device("cpu")).parameters()} == {"cpu"}
+    with pytest.raises(TypeError, match=r"^dtype must be a floating torch dtype \(torch.float32, torch.float64, "
+                                        r"torch.bfloat16, \.\.\.\), got torch.int64\.$"):
+        Recurrent("GRU", 4, 8, dtype=torch.int64)

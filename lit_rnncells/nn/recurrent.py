@@ -167,6 +167,8 @@ class Recurrent(nn.Module):
     cells (mean over real tokens, summed over layers and directions; zero when
     no cell has one), which tasks add to their loss.
 
+    ``device`` and ``dtype`` place and type the parameters as torch.nn.GRU's do (``dtype``: a floating type).
+
     ``backend`` says how the time loop runs: ``auto`` (what docs/measured.md measured fastest for the cell
     on the device), ``loop``, ``compiled``, ``graphs`` or ``fused`` (:mod:`lit_rnncells.nn.backend`, the one
     table that decides); ``None`` takes ``$LIT_RNNCELLS_BACKEND``, else ``auto``. Values and gradients are
@@ -175,10 +177,14 @@ class Recurrent(nn.Module):
 
     def __init__(self, cell: Union[CellFactory, str], input_size: int, hidden_size: int,
                  num_layers: int = 1, bidirectional: bool = False, dropout: float = 0.0,
-                 batch_first: bool = False, compile: bool = False, backend: Optional[str] = None) -> None:
+                 batch_first: bool = False, compile: bool = False, backend: Optional[str] = None, *,
+                 device: Optional[Union[torch.device, str]] = None, dtype: Optional[torch.dtype] = None) -> None:
         super().__init__()
         check_positive(input_size=input_size, hidden_size=hidden_size, num_layers=num_layers)
         check_probability(dropout=dropout)
+        if dtype is not None and not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
+            raise TypeError(f"dtype must be a floating torch dtype (torch.float32, torch.float64, torch.bfloat16, "
+                            f"...), got {dtype!r}.")
         factory = get_cell(cell) if isinstance(cell, str) else cell
         self.input_size = input_size
         self.hidden_size = hidden_size
@@ -207,6 +213,8 @@ class Recurrent(nn.Module):
         self.cells = nn.ModuleList(cells)
         for built in cells:
             check_cell(type(built), self.backend)  # fused without a kernel, graphs without CUDA: refused at start
+        if device is not None or dtype is not None:  # torch.nn.GRU's factory arguments
+            self.to(device=device, dtype=dtype)
 
     @property
     def backend(self) -> str:
