@@ -116,10 +116,7 @@ def _required_cell_option_message(text: str) -> Optional[str]:
     if match is None:
         return None
     key, options = match.group(1), [o.strip() for o in match.group(2).split(",") if o.strip()]
-    from ..cells.base import RecurrentCell
-
-    named = (import_object(path) for path in _CLASS_PATH.findall(text))
-    cell = next((c for c in named if isinstance(c, type) and issubclass(c, RecurrentCell)), None)
+    cell = next(filter(None, (imported_cell(path) for path in _CLASS_PATH.findall(text))), None)
     if cell is None or not options:
         return None
     flag = f"--model.init_args.{key}.init_args.{options[0]}"
