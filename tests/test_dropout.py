@@ -1,6 +1,7 @@
 """AWD-LSTM regularisers: DropConnect on our own recurrent weights, locked and embedding dropout, AR/TAR."""
 from __future__ import annotations
 
+import warnings
 from typing import List
 
 import pytest
@@ -126,3 +127,50 @@ def test_ar_tar() -> None:
     assert activation_regularization(h, 2.0).item() == pytest.approx(2.0 * 5.0)
     assert temporal_activation_regularization(h, 1.0).item() == pytest.approx(4.0)
     assert temporal_activation_regularization(h[:, :1], 1.0).item() == 0.0
+
+
+def test_dropout_with_one_layer_warns_as_torch_gru_does_and_changes_nothing() -> None:
+    torch.manual_seed(0)
+    with pytest.warns(UserWarning, match=r"dropout=0\.5 drops between stacked layers only, so with num_layers=1"):
+        dropped = Recurrent(GRU, 4, 5, dropout=0.5, batch_first=True)
+    plain = Recurrent(GRU, 4, 5, batch_first=True)
+    plain.load_state_dict(dropped.state_dict())
+    x = torch.randn(2, 6, 4)
+    dropped.train(), plain.train()
+    torch.testing.assert_close(dropped(x)[0], plain(x)[0], rtol=0, atol=0)
+
+
+def test_dropout_between_two_layers_does_not_warn_and_drops_in_training_only() -> None:
+    torch.manual_seed(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        layer = Recurrent(GRU, 4, 5, num_layers=2, dropout=0.5, batch_first=True)
+    x = torch.randn(2, 6, 4)
+    layer.eval()
+    evaluated = layer(x)[0]
+    layer.train()
+    assert not torch.allclose(layer(x)[0], evaluated)
+    layer.eval()
+    torch.testing.assert_close(layer(x)[0], evaluated, rtol=0, atol=0)
+
+
+def test_a_classifiers_rnn_dropout_with_one_layer_is_warned_in_its_own_words_and_kept_in_the_config() -> None:
+    from lit_rnncells.tasks import DocumentClassifier
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = DocumentClassifier("GRU", vocab_size=9, embedding_size=4, hidden_size=5, rnn_dropout=0.3)
+    said = [str(w.message) for w in caught if issubclass(w.category, UserWarning)]
+    assert len(said) == 1 and said[0].startswith("rnn_dropout=0.3 drops between stacked recurrent layers only")
+    assert model.hparams["rnn_dropout"] == 0.3 and model.rnn.dropout == 0.0
+
+
+def test_seq2seq_model_wide_dropout_reaches_a_one_layer_encoder_without_a_warning() -> None:
+    from lit_rnncells.tasks import Seq2Seq
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        one = Seq2Seq(source_vocab_size=9, target_vocab_size=9, embedding_size=4, hidden_size=5, dropout=0.3)
+    two = Seq2Seq(source_vocab_size=9, target_vocab_size=9, embedding_size=4, hidden_size=5, num_layers=2,
+                  dropout=0.3)
+    assert one.encoder.dropout == 0.0 and one.drop.p == 0.3 and two.encoder.dropout == 0.3

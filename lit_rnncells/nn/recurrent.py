@@ -5,6 +5,7 @@ import contextlib
 import functools
 import inspect
 import time
+import warnings
 from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 import torch
@@ -167,6 +168,9 @@ class Recurrent(nn.Module):
     cells (mean over real tokens, summed over layers and directions; zero when
     no cell has one), which tasks add to their loss.
 
+    ``dropout`` drops each layer's output before the next layer reads it, in training (not after the last
+    layer: with one layer it warns and does nothing, as torch.nn.GRU's does).
+
     ``device`` and ``dtype`` place and type the parameters as torch.nn.GRU's do (``dtype``: a floating type).
 
     ``backend`` says how the time loop runs: ``auto`` (what docs/measured.md measured fastest for the cell
@@ -185,6 +189,10 @@ class Recurrent(nn.Module):
         if dtype is not None and not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
             raise TypeError(f"dtype must be a floating torch dtype (torch.float32, torch.float64, torch.bfloat16, "
                             f"...), got {dtype!r}.")
+        if dropout > 0 and num_layers == 1:  # torch.nn.GRU warns the same: nothing to drop between
+            warnings.warn(f"Recurrent's dropout={dropout} drops between stacked layers only, so with num_layers=1 "
+                          "it does nothing; stack layers (num_layers >= 2) or drop the outputs yourself.",
+                          UserWarning, stacklevel=2)
         factory = get_cell(cell) if isinstance(cell, str) else cell
         self.input_size = input_size
         self.hidden_size = hidden_size

@@ -16,6 +16,7 @@ word vectors (:mod:`lit_rnncells.data.embeddings`), and return one record per in
 """
 from __future__ import annotations
 
+import warnings
 from typing import Any, Dict, List, Optional, Tuple
 
 import torch
@@ -90,6 +91,10 @@ class SequenceClassifier(RecurrentTask):
         check_probability(dropout=dropout, embedding_dropout=embedding_dropout, rnn_dropout=rnn_dropout)
         if not isinstance(aux_loss_weight, (int, float)) or aux_loss_weight < 0:
             raise ValueError(f"aux_loss_weight must be 0 or more, got {aux_loss_weight!r}.")
+        if rnn_dropout > 0 and num_layers == 1:  # said in the task's words, not Recurrent's
+            warnings.warn(f"rnn_dropout={rnn_dropout} drops between stacked recurrent layers only, so with "
+                          "num_layers=1 it does nothing; set num_layers to 2 or more, or use dropout / "
+                          "embedding_dropout.", UserWarning, stacklevel=2)
         # Plain data only (the cell as a config), so checkpoints load with torch.load(weights_only=True).
         self.save_hyperparameters(ignore=["optimizer", "lr_scheduler"], logger=False)  # logged as model/...
         self.hparams["cell"] = cell_config(cell)
@@ -97,7 +102,8 @@ class SequenceClassifier(RecurrentTask):
         self.embedding.weight.requires_grad_(not freeze_embeddings)
         self.embedding_dropout = nn.Dropout(embedding_dropout)
         self.rnn = self.make_recurrent(embedding_size, hidden_size, num_layers=num_layers,
-                                       bidirectional=bidirectional, dropout=rnn_dropout)
+                                       bidirectional=bidirectional,
+                                       dropout=rnn_dropout if num_layers > 1 else 0.0)  # warned above
         self.dropout = nn.Dropout(dropout)
         self.classifier = nn.Linear(self.feature_size(), num_classes)
         self.metrics = nn.ModuleDict()

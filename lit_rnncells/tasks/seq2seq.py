@@ -167,7 +167,8 @@ class Seq2Seq(Seq2SeqEvaluation, RecurrentTask):
         self.source_embedding = nn.Embedding(source_vocab_size, embedding_size, padding_idx=pad_id)
         self.target_embedding = nn.Embedding(target_vocab_size, embedding_size, padding_idx=pad_id)
         self.encoder = Recurrent(self._side_factory(encoder), embedding_size, sizes.encoder_hidden,
-                                 num_layers=sizes.encoder_layers, bidirectional=True, dropout=dropout,
+                                 num_layers=sizes.encoder_layers, bidirectional=True,
+                                 dropout=dropout if sizes.encoder_layers > 1 else 0.0,  # between layers only
                                  batch_first=True, backend=self.backend)
         self._build_decoder(self._side_factory(decoder), sizes, embedding_size, bridge)
         self.attention = Attention(sizes.decoder_hidden, memory_size, attention, sizes.attention_size) \
