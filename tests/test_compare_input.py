@@ -154,11 +154,15 @@ def test_mean_and_std_have_the_same_decimals():
     assert mean_std([12.5, 12.0, 13.1]) == "12.53 ± 0.55"
     assert mean_std([1230.0, 1245.0]) == "1238 ± 11"
     assert mean_std([0.5, 0.5]) == "0.5000 ± 0.0000"
-    assert mean_std([0.25]) == "0.25"  # one value: as before
+    assert mean_std([0.25]) == "0.2500"  # one value (one seed): the same decimals, was 0.25
+    assert [mean_std([53.0]), mean_std([56.3])] == ["53.00", "56.30"]  # was 53 beside 56.3
+    assert [mean_std([400.0, 400.0], count=True), mean_std([400.0, 401.0], count=True)] == ["400 ± 0", "400.5 ± 0.7"]
     row = {"cell": "GRU", "hidden_size": 4, "params": 500, "best val/acc": 0.737, "test/acc": 0.5, "steps": 4,
            "seconds": 1.25, "tokens_per_s": 1000.0}
     table = summary_markdown([row, {**row, "best val/acc": 0.732}], "c.yaml", "steps=4", "val/acc", [])
-    assert "| 0.7345 ± 0.0035 |" in table
+    assert "| 0.7345 ± 0.0035 |" in table and "| 4 ± 0 |" in table  # steps: a count (was 4.000 ± 0.000)
+    one_seed = summary_markdown([{**row, "best val/acc": 0.53}], "c.yaml", "steps=4", "val/acc", [])
+    assert "| 0.5300 | 0.5000 | 4 |" in one_seed
 
 
 def test_the_summary_says_which_cells_the_seeds_separate_from_the_best():

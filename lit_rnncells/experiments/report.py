@@ -51,14 +51,16 @@ def decimals(x: float) -> int:
     return max(0, 3 - math.floor(math.log10(abs(x))))
 
 
-def mean_std(values: List[float]) -> str:
+def mean_std(values: List[float], count: bool = False) -> str:
     """``mean ± sample std``, both to the decimals of the mean at 4 significant digits (``0.7345 ± 0.0035``); a
-    single value alone."""
-    if len(values) == 1:
-        return number(values[0])
+    single value alone, to the same decimals (``0.5300``, not ``0.53``, beside another cell's ``0.5634``). A
+    ``count`` (steps) shows whole numbers (``400 ± 0``) where its mean is whole."""
     mean = statistics.fmean(values)
-    places = decimals(float(f"{mean:.4g}"))  # the rounded mean: 9.9996 shows as 10.00
-    return f"{mean:.{places}f} ± {statistics.stdev(values):.{places}f}"
+    places = 0 if count and float(mean).is_integer() else decimals(float(f"{mean:.4g}"))  # 9.9996 shows as 10.00
+    if len(values) == 1:
+        return f"{mean:.{places}f}"
+    spread = statistics.stdev(values)
+    return f"{mean:.{places}f} ± {spread:.{places}f}"
 
 
 def summary_markdown(rows: List[Dict[str, Any]], config: str, budget: str, monitor: str,
@@ -82,7 +84,8 @@ def summary_markdown(rows: List[Dict[str, Any]], config: str, budget: str, monit
         for m in metrics:
             values = [float(r[m]) for r in members if r.get(m) not in (None, "")]
             cells.append(mean_std(values) if values else "")
-        cells += [mean_std([float(r["steps"]) for r in members]), mean_std([float(r["seconds"]) for r in members]),
+        cells += [mean_std([float(r["steps"]) for r in members], count=True),
+                  mean_std([float(r["seconds"]) for r in members]),
                   mean_std([float(r["tokens_per_s"]) for r in members])]
         lines.append("| " + " | ".join(cells) + " |")
     if mode in ("min", "max"):
