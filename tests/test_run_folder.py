@@ -154,6 +154,20 @@ def test_a_failed_fit_leaves_no_empty_run_folder(tmp_path, monkeypatch):
     assert not (tmp_path / "runs").exists() or not list((tmp_path / "runs").iterdir())
 
 
+@pytest.mark.parametrize("where", [[], ["--run_dir", "runs/tried"]], ids=["new-folder", "run_dir"])
+def test_fast_dev_run_says_nothing_was_kept_rather_than_naming_a_folder_it_never_made(where, tmp_path, monkeypatch,
+                                                                                       capsys):
+    """Lightning's fast_dev_run writes no config, checkpoint or log; the summary named `<run>/checkpoints`, which
+    did not exist."""
+    monkeypatch.chdir(tmp_path)
+    assert run(["fit", *TINY, "--trainer.fast_dev_run", "true", *where]) == 0
+    out = capsys.readouterr().out
+    assert "Run folder:" not in out and "Resume it:" not in out
+    assert out.rstrip().endswith("Nothing kept: fast_dev_run tries a batch or a few and writes no config, checkpoint "
+                                 "or log; drop --trainer.fast_dev_run for a run you can test and resume.")
+    assert not (tmp_path / "runs").exists() or not list((tmp_path / "runs").rglob("*"))
+
+
 def test_fit_prints_test_and_resume_when_no_best_checkpoint_exists(tmp_path, monkeypatch, capsys):
     """max_steps ends before the first validation: no best checkpoint, but last.ckpt tests and resumes."""
     monkeypatch.chdir(tmp_path)

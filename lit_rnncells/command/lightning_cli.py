@@ -364,7 +364,11 @@ def metrics_table(metrics: Dict[str, Any], stage: str, signatures: Optional[Dict
 
 
 def fit_summary(trainer: Trainer, config_callback: Optional[LoggerConfigCallback]) -> str:
-    """Where the run, its config and its checkpoints are, and the commands that test or resume from them."""
+    """Where the run, its config and its checkpoints are, and the commands that test or resume from them; under
+    ``fast_dev_run`` (which Lightning runs without a config, checkpoints or logs), that nothing was kept."""
+    if trainer.fast_dev_run:  # the checkpoint folder Lightning planned is never made: naming it would mislead
+        return ("\nNothing kept: fast_dev_run tries a batch or a few and writes no config, checkpoint or log; "
+                "drop --trainer.fast_dev_run for a run you can test and resume.")
     config = config_callback.saved_to if config_callback is not None else None
     folder = config_callback.folder if config_callback is not None and config_callback.folder else None
     checkpoint = run_checkpoint(trainer)
