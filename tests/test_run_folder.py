@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Dict
 
@@ -195,6 +196,37 @@ def test_resuming_a_finished_run_says_so_and_trains_nothing(tmp_path, monkeypatc
     assert "had finished" in out and "raise --trainer.max_epochs (e.g. --trainer.max_epochs 2)" in out
     assert "test/acc" not in out and "Run folder" not in out
     assert files(tmp_path) == before  # no new config, logs, checkpoint or W&B run
+
+
+def test_resuming_a_run_that_reached_max_time_says_to_raise_max_time_and_trains_nothing(tmp_path, monkeypatch,
+                                                                                       capsys):
+    """Lightning's Timer counts max_time over the run, resumes included: the resume printed after a time-limited
+    fit stopped at once, then tested and wrote config-resume-1.yaml and logs as if it had trained."""
+    monkeypatch.chdir(tmp_path)
+    last = {"class_path": "lightning.pytorch.callbacks.ModelCheckpoint",
+            "init_args": {"monitor": "val/acc", "mode": "max", "save_last": True}}
+    assert run(["fit", *TINY, *CSV, "--trainer.max_epochs", "-1", "--trainer.max_time", "00:00:00:01",
+                "--trainer.callbacks+=" + json.dumps(last), "--run_dir", "runs/timed"]) == 0
+    folder = tmp_path / "runs" / "timed"
+    before = files(tmp_path)
+    capsys.readouterr()
+    assert run(["fit", "--config", str(folder / "config.yaml"), "--ckpt_path",
+                str(folder / "checkpoints" / "last.ckpt")]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"had finished: it trained for 00:00:00:0[1-9] of max_time 00:00:00:01 \(Lightning counts "
+                     r"max_time over the run, resumes included\); to train further, raise --trainer.max_time "
+                     r"\(e\.g\. --trainer.max_time 00:00:01:0[1-9]\)", out), out
+    assert "test/acc" not in out and "Run folder" not in out
+    assert files(tmp_path) == before  # no new config, logs, checkpoint or W&B run
+
+
+def test_a_max_time_a_resume_has_not_reached_lets_it_train():
+    checkpoint = {"global_step": 4, "callbacks": {"Timer": {"time_elapsed": {"train": 7.5, "validate": 1.0}}}}
+    assert run_folder.finished(checkpoint, -1, -1, "00:00:00:10") is None
+    assert run_folder.finished(checkpoint, -1, -1, {"seconds": 7}).startswith("it trained for 00:00:00:07 of "
+                                                                                 "max_time 00:00:00:07")
+    assert run_folder.finished(checkpoint, -1, -1, None) is None  # no time limit, no epoch or step limit
+    assert run_folder.finished({"global_step": 4}, -1, -1, "00:00:00:01") is None  # no Timer ran: nothing counted
 
 
 def test_resuming_a_run_that_reached_max_steps_says_to_raise_max_steps(tmp_path, monkeypatch, capsys):

@@ -232,11 +232,11 @@ class LitRNNCellsCLI(LightningCLI):
     """0 for a new run, N for the N-th resume into the same run folder."""
 
     def _stop_if_finished(self, ckpt_path: str, trainer: Any) -> None:
-        """Resuming a run that had reached its epoch or step limit trains, tests and logs nothing: say so, and
-        how to train further, and stop (exit 0)."""
+        """Resuming a run that had reached its epoch, step or time limit trains, tests and logs nothing: say so,
+        and how to train further, and stop (exit 0)."""
         trainer = trainer if trainer is not None else {}
         why = _run_folder.finished(self._read_checkpoint(ckpt_path), trainer.get("max_epochs"),
-                                   trainer.get("max_steps"))
+                                   trainer.get("max_steps"), trainer.get("max_time"))
         if why is not None:
             print(f"Nothing to resume: the run of {ckpt_path} had finished: {why}, and resume with the same "
                   "command. Nothing was trained, tested or logged.", flush=True)

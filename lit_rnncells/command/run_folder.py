@@ -20,7 +20,8 @@ import os
 import re
 import time
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from datetime import timedelta
+from typing import Any, Dict, List, Optional, Tuple
 
 from ..utils.paths import check_output_folder
 from .slurm_tasks import global_rank
@@ -266,12 +267,57 @@ def point_loggers(logger: object, folder: Path, index: int) -> None:
             init_args["version"] = suffixed(LOGS, index)
 
 
-def finished(checkpoint: Dict, max_epochs: Optional[int], max_steps: Optional[int]) -> Optional[str]:
+MAX_TIME = re.compile(r"^(\d+):(\d{2}):(\d{2}):(\d{2})$")
+"""Lightning's ``trainer.max_time`` string, ``DD:HH:MM:SS`` (its ``Timer``'s own format)."""
+
+
+def max_time_seconds(max_time: Any) -> Optional[float]:
+    """``trainer.max_time`` (``DD:HH:MM:SS``, a ``timedelta`` or a dict of its fields, as Lightning's ``Timer``
+    takes it) in seconds; ``None`` when unset or none of those (Lightning then names the problem itself)."""
+    if isinstance(max_time, timedelta):
+        return max_time.total_seconds()
+    if isinstance(max_time, dict):
+        try:
+            return timedelta(**max_time).total_seconds()
+        except TypeError:
+            return None
+    match = MAX_TIME.match(str(max_time).strip()) if isinstance(max_time, str) else None
+    if match is None:
+        return None
+    days, hours, minutes, seconds = (int(g) for g in match.groups())
+    return timedelta(days=days, hours=hours, minutes=minutes, seconds=seconds).total_seconds()
+
+
+def duration_text(seconds: float) -> str:
+    """Seconds as Lightning's ``trainer.max_time`` string ``DD:HH:MM:SS`` (whole seconds)."""
+    days, rest = divmod(int(seconds), 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, seconds = divmod(rest, 60)
+    return f"{days:02d}:{hours:02d}:{minutes:02d}:{seconds:02d}"
+
+
+def trained_seconds(checkpoint: Dict) -> float:
+    """The training seconds Lightning's ``Timer`` had counted when ``checkpoint`` was saved (0 without a Timer:
+    Lightning adds one only for ``max_time``)."""
+    states = checkpoint.get("callbacks", {}) or {}
+    timer = next((v for k, v in states.items() if str(k).startswith("Timer")), {}) or {}
+    return float((timer.get("time_elapsed", {}) or {}).get("train", 0.0))
+
+
+def finished(checkpoint: Dict, max_epochs: Optional[int], max_steps: Optional[int],
+             max_time: Any = None) -> Optional[str]:
     """Why resuming from ``checkpoint`` under these limits would train nothing (``None`` when it would train).
 
     A step limit is reached when the checkpoint's optimiser steps reach ``max_steps``; an epoch limit when
     ``max_epochs`` epochs ran to their last batch (Lightning's ``max_epochs=None`` with ``max_steps=-1`` is
-    1000 epochs)."""
+    1000 epochs); a time limit when the training time Lightning's ``Timer`` counted reaches ``max_time`` (the
+    Timer counts on from the checkpoint: ``max_time`` is the run's total, not each resume's)."""
+    limit_seconds = max_time_seconds(max_time)
+    trained = trained_seconds(checkpoint)
+    if limit_seconds is not None and trained >= limit_seconds:
+        return (f"it trained for {duration_text(trained)} of max_time {duration_text(limit_seconds)} (Lightning counts "
+                "max_time over the run, resumes included); to train further, raise --trainer.max_time (e.g. "
+                f"--trainer.max_time {duration_text(max(2 * trained, trained + 60))})")
     steps = int(checkpoint.get("global_step", 0))
     if max_steps is not None and max_steps >= 0 and steps >= max_steps:
         return (f"it trained {steps} step{'' if steps == 1 else 's'} of max_steps {max_steps}; to train further, "

@@ -46,11 +46,10 @@ def trained_seconds(ckpt_path: Optional[str]) -> float:
     """The training seconds Lightning's ``Timer`` had counted in the checkpoint a run resumes from (0 without one)."""
     if not ckpt_path:
         return 0.0
+    from ...command.run_folder import trained_seconds as counted
     from ...data.checkpoint_state import read_checkpoint
 
-    states = read_checkpoint(ckpt_path).get("callbacks", {})
-    timer = next((v for k, v in states.items() if str(k).startswith("Timer")), {})
-    return float(timer.get("time_elapsed", {}).get("train", 0.0))
+    return counted(read_checkpoint(ckpt_path))
 
 
 def time_limit_args(spec: RunSpec, ckpt_path: Optional[str], time_limit: Optional[float]) -> tuple:

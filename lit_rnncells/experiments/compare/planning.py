@@ -18,6 +18,7 @@ import yaml
 
 from ...cells.registry import cell_options, get_cell, no_cell_option_message
 from ...command.errors import SAME_COMMAND_HELP, user_message
+from ...command.run_folder import duration_text as max_time  # seconds as Lightning's max_time, DD:HH:MM:SS
 from ..param_match import Match, ParamCounter, cell_name
 
 BUDGET_KINDS = ("epochs", "steps", "time")
@@ -53,14 +54,6 @@ class Budget:
 
     def __str__(self) -> str:
         return f"{self.kind}={self.value}"
-
-
-def max_time(seconds: int) -> str:
-    """Seconds as Lightning's ``trainer.max_time`` string ``DD:HH:MM:SS``."""
-    days, rest = divmod(int(seconds), 86400)
-    hours, rest = divmod(rest, 3600)
-    minutes, seconds = divmod(rest, 60)
-    return f"{days:02d}:{hours:02d}:{minutes:02d}:{seconds:02d}"
 
 
 def parse_vary(texts: Sequence[str]) -> List[Tuple[str, List[str]]]:
