@@ -224,6 +224,14 @@ CLI_PROBES = {
     "validation interval over an epoch": (["--trainer.val_check_interval", "1000"],
                                           ["--trainer.val_check_interval 1000 is more than the 2 training batches",
                                            "--trainer.check_val_every_n_epoch null"]),
+    # Lightning refused these once the data was loaded (MisconfigurationException): a traceback through its loops
+    "a training fraction under one batch": (["--trainer.limit_train_batches", "0.1"],
+                                            ["--trainer.limit_train_batches 0.1 is less than one of the 2 training "
+                                             "batches; give a number of batches (an int, e.g. 10) or a fraction of at "
+                                             "least 0.5."]),
+    "a validation fraction under one batch": (["--trainer.limit_val_batches", "0.001"],
+                                              ["--trainer.limit_val_batches 0.001 is less than one of the",
+                                               "validation batches; give a number of batches"]),
     # Lightning's Trainer raised MisconfigurationException while being built: a traceback, not a sentence
     "checkpointing off beside a ModelCheckpoint": (
         ["--trainer.callbacks+=ModelCheckpoint", "--trainer.enable_checkpointing", "false"],
@@ -1136,6 +1144,31 @@ def test_variable_bptt_with_a_fractional_validation_interval(workdir, capsys):
                                    "variable_bptt", "true", "--trainer.val_check_interval", "0.5"],
                  "--trainer.val_check_interval 0.5 is a fraction of an epoch", "variable_bptt true",
                  "number of training batches", code=2)
+
+
+def test_variable_bptt_with_a_fraction_of_the_training_batches(workdir, capsys):
+    """The windows' number is not known in advance: Lightning refused a fraction at the fit's start, in a traceback."""
+    expect_error(capsys, workdir, ["fit", *corpus_args(write_corpus(workdir / "corpus")), "--data.init_args."
+                                   "variable_bptt", "true", "--trainer.val_check_interval", "1.0",
+                                   "--trainer.limit_train_batches", "0.5"],
+                 "--trainer.limit_train_batches 0.5 is a fraction of an epoch, but with --data.init_args.variable_bptt "
+                 "true", "give limit_train_batches as a number of training batches", code=2)
+
+
+def test_a_fraction_of_a_stream_of_unknown_length_that_lightning_refuses_is_one_sentence():
+    """A user's DataModule whose training batches are an IterableDataset without a length: Lightning's own refusal,
+    raised by the call its fit loop makes, read as one sentence."""
+    from lightning.pytorch.trainer.connectors.data_connector import _parse_num_batches
+    from lightning.pytorch.trainer.states import RunningStage
+
+    from lit_rnncells.command.errors import user_message
+
+    with pytest.raises(Exception) as refused:
+        _parse_num_batches(RunningStage.TRAINING, float("inf"), 0.5)
+    assert user_message(refused.value) == (
+        "--trainer.limit_train_batches takes a number of batches here (an int, e.g. 100) or 1.0, not a fraction: the "
+        "training data is a stream whose number of batches is not known in advance (e.g. a language model's "
+        "variable_bptt windows).")
 
 
 PLATEAU = ["--model.init_args.lr_scheduler", "torch.optim.lr_scheduler.ReduceLROnPlateau", "--trainer.max_epochs",

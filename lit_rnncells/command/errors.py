@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import inspect
+import math
 import re
 from pathlib import Path
 from typing import Iterator, List, Optional
@@ -242,6 +243,16 @@ def _enum_default_message(text: str) -> Optional[str]:
 _INTERVAL_OVER_EPOCH = re.compile(r"`val_check_interval` \((\d+)\) must be less than or equal to the number of the "
                                   r"training batches \((\d+)\)")
 
+_LIMIT_UNDER_ONE_BATCH = re.compile(r"You requested to check (\S+) of the `(\w+)_dataloader` but \S+ \* (\d+) < 1")
+_LIMIT_OF_A_STREAM = re.compile(r"When using an `IterableDataset`, `Trainer\(limit_(\w+)_batches\)` must be")
+STAGE_NAMES = {"train": "training", "val": "validation", "test": "test", "predict": "predict"}
+
+
+def _rounded_up(x: float) -> str:
+    """``x`` > 0 rounded up to 2 significant digits (1 / 3931 → 0.00026)."""
+    unit = 10.0 ** (math.floor(math.log10(x)) - 1)
+    return f"{math.ceil(round(x / unit, 9)) * unit:.2g}"
+
 
 def _lightning_message(text: str) -> Optional[str]:
     """Lightning's refusals of settings it can judge only once the data is loaded, at the start of the fit (before
@@ -252,6 +263,19 @@ def _lightning_message(text: str) -> Optional[str]:
         return (f"--trainer.val_check_interval {given} is more than the {batches} training batches of an epoch; give "
                 f"at most {batches}, a fraction of an epoch (e.g. 0.5), or add --trainer.check_val_every_n_epoch "
                 f"null to validate every {given} batches across epochs.")
+    under = _LIMIT_UNDER_ONE_BATCH.search(text)
+    if under is not None:
+        given, stage, batches = under.groups()
+        least = _rounded_up(1 / int(batches))
+        return (f"--trainer.limit_{stage}_batches {given} is less than one of the {int(batches):,} "
+                f"{STAGE_NAMES.get(stage, stage)} batches; give a number of batches (an int, e.g. 10) or a fraction "
+                f"of at least {least}.")
+    stream = _LIMIT_OF_A_STREAM.search(text)
+    if stream is not None:
+        stage = stream.group(1)
+        return (f"--trainer.limit_{stage}_batches takes a number of batches here (an int, e.g. 100) or 1.0, not a "
+                f"fraction: the {STAGE_NAMES.get(stage, stage)} data is a stream whose number of batches is not known "
+                "in advance (e.g. a language model's variable_bptt windows).")
     return None
 
 

@@ -107,8 +107,9 @@ def check_predict_output(config: Any) -> None:
 
 def check_validation_interval(trainer_config: Any, data_config: Any) -> None:
     """``variable_bptt`` windows have random lengths, so Lightning cannot know an epoch's number of batches and
-    refuses a fractional ``val_check_interval`` only once training starts (a 60-line traceback): refuse it here, and an
-    interval of 0 or less (Lightning divided by it at the first step: ``ZeroDivisionError``)."""
+    refuses a fractional ``val_check_interval`` or ``limit_train_batches`` only once training starts (a 60-line
+    traceback): refuse them here, and an interval of 0 or less (Lightning divided by it at the first step:
+    ``ZeroDivisionError``)."""
     init_args = data_config.get("init_args") if getattr(data_config, "get", None) is not None else None
     variable = init_args.get("variable_bptt") if getattr(init_args, "get", None) is not None else None
     interval = trainer_config.get("val_check_interval") if trainer_config is not None else None
@@ -116,11 +117,13 @@ def check_validation_interval(trainer_config: Any, data_config: Any) -> None:
         raise ValueError(f"--trainer.val_check_interval {interval} is not a positive number; give a number of "
                          "training batches between validations (an int, e.g. 500) or a fraction of an epoch in "
                          "(0, 1], e.g. 0.25.")
-    if variable is True and isinstance(interval, float) and interval != 1.0:
-        raise ValueError(f"--trainer.val_check_interval {interval} is a fraction of an epoch, but with "
-                         "--data.init_args.variable_bptt true the windows have random lengths, so an epoch's number "
-                         "of batches is not known in advance; give val_check_interval as a number of training "
-                         "batches (an int, e.g. 500) or 1.0, or set variable_bptt false.")
+    limit = trainer_config.get("limit_train_batches") if trainer_config is not None else None
+    for option, value in (("val_check_interval", interval), ("limit_train_batches", limit)):
+        if variable is True and isinstance(value, float) and value != 1.0:
+            raise ValueError(f"--trainer.{option} {value} is a fraction of an epoch, but with "
+                             "--data.init_args.variable_bptt true the windows have random lengths, so an epoch's "
+                             f"number of batches is not known in advance; give {option} as a number of training "
+                             "batches (an int, e.g. 500) or 1.0, or set variable_bptt false.")
 
 
 def check_trainer_numbers(trainer_config: Any, tests_after: bool = False) -> None:
