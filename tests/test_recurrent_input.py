@@ -107,3 +107,15 @@ def test_device_and_dtype_place_and_type_the_parameters_as_torch_nn_gru_does():
     with pytest.raises(TypeError, match=r"^dtype must be a floating torch dtype \(torch.float32, torch.float64, "
                                         r"torch.bfloat16, \.\.\.\), got torch.int64\.$"):
         Recurrent("GRU", 4, 8, dtype=torch.int64)
+
+
+def test_flatten_parameters_as_code_written_for_torch_gru_calls_it_changes_nothing():
+    layer = Recurrent(GRU, 3, 4, num_layers=2, bidirectional=True, batch_first=True)
+    before = {n: p.detach().clone() for n, p in layer.named_parameters()}
+    ids = {n: id(p) for n, p in layer.named_parameters()}
+    x = torch.randn(2, 5, 3)
+    out = layer(x)[0]
+    assert layer.flatten_parameters() is None
+    assert {n: id(p) for n, p in layer.named_parameters()} == ids  # the same Parameter objects an optimiser holds
+    assert all(torch.equal(p, before[n]) for n, p in layer.named_parameters())
+    torch.testing.assert_close(layer(x)[0], out, rtol=0, atol=0)

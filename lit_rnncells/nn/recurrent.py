@@ -432,6 +432,11 @@ class Recurrent(nn.Module):
             aux_total = aux_total / tokens.clamp_min(1).to(aux_total.dtype)
         return output, stacked, aux_total
 
+    def flatten_parameters(self) -> None:
+        """Nothing to do, so code written for torch.nn.GRU / LSTM that calls it runs unchanged: each cell keeps its
+        own parameters (what DropConnect replaces and a user's cell defines), and the fused GRU, LSTM and Elman
+        kernels read them as they are, so there is no single weight buffer to compact."""
+
     def extra_repr(self) -> str:
         return (f"{self.input_size}, {self.hidden_size}, num_layers={self.num_layers}, "
                 f"bidirectional={self.bidirectional}, dropout={self.dropout}, batch_first={self.batch_first}"

@@ -26,6 +26,9 @@ _WARNING_NOISE = (
     r"\s*Unable to serialize instance",  # jsonargparse, when it reports a config value we then reject
     r"Couldn't infer the batch indices",  # predict: our writer orders by each record's own index
     r"Checkpoint directory .* exists and is not empty",  # a resume writes into its own run's folder (docs/runs.md)
+    # cuDNN, when the fused GRU / LSTM / Elman kernel gets each cell's own weights rather than one flat buffer (by
+    # design: Recurrent.flatten_parameters); its advice, flatten_parameters(), has nothing to do here
+    r"RNN module weights are not part of single contiguous chunk of memory",
 )
 
 
