@@ -70,3 +70,20 @@ def test_the_tests_here_run_every_check_of_the_public_contract():
             contract.check_padding_invariance, contract.check_gradients_reach_every_parameter,
             contract.check_float64_gradcheck, contract.check_bf16_autocast, contract.check_mixed_precision}
     assert {check for check, _ in contract.CHECKS.values()} == used
+
+
+@pytest.mark.parametrize("case", IDS)
+def test_a_layer_of_every_registered_cell_pickles_whole(case):
+    """``torch.save(model)``, ``copy.deepcopy`` and Lightning's ``ddp_spawn`` pickle the whole module: MuFuRU held
+    its composition ops, lambdas pickle cannot name, and failed (a PicklingError from ``ddp_spawn``)."""
+    import copy
+    import io
+
+    layer = contract._layer(CASES[case]).eval()
+    x = torch.randn(2, 4, contract.INPUT)
+    expected = layer(x)[0]
+    buffer = io.BytesIO()
+    torch.save(layer, buffer)
+    buffer.seek(0)
+    for loaded in (torch.load(buffer, weights_only=False), copy.deepcopy(layer)):
+        torch.testing.assert_close(loaded(x)[0], expected, rtol=0, atol=0)

@@ -97,6 +97,18 @@ def test_ddp_two_cpu_processes_with_bf16(tmp_path):
     assert len(folders) == 1 and (folders[0] / "config.yaml").is_file()  # rank 1 used rank 0's run folder
 
 
+@pytest.mark.slow
+def test_ddp_spawn_trains_mufuru_and_the_summary_names_the_config_the_spawned_rank_saved(tmp_path):
+    """Lightning's ddp_spawn pickles the model: MuFuRU's ops (lambdas) failed with a PicklingError traceback. Its
+    rank 0 saves config.yaml in the spawned process, so the summary had no config and no Test it / Resume it."""
+    result = run_cli(tmp_path, "fit", "--config", MUFURU, *TINY, "--trainer.devices", "2", "--trainer.accelerator",
+                     "cpu", "--trainer.strategy", "ddp_spawn", "--run_dir", "spawned", "--test_after_fit", "false")
+    assert result.returncode == 0, result.stderr[-3000:]
+    config = tmp_path / "spawned" / "config.yaml"
+    assert config.is_file() and f"  config:          {config}" in result.stdout
+    assert f"Test it:   python -m lit_rnncells test --config {config} --ckpt_path " in result.stdout
+
+
 def test_ckpt_path_reaches_a_datamodule_that_accepts_it_in_test_and_predict_not_in_fit(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     data = ["--data", "tests.examples.checkpoint_data.CheckpointAwareLogicData"]

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 from contextlib import contextmanager
-from typing import Callable, ContextManager, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, ContextManager, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import torch
 from torch import Tensor, nn
@@ -124,6 +124,21 @@ class MuFuRU(RecurrentCell):
         else:
             self._terms, self.basis = [], None
         self.reset_parameters()
+
+    def __getstate__(self) -> Dict[str, Any]:
+        """Pickled (``torch.save(model)``, ``ddp_spawn``, ``copy.deepcopy``) without the op functions, which may be
+        lambdas pickle cannot name: they are looked up again by name when unpickled."""
+        state = dict(super().__getstate__())
+        state.pop("_op_fns", None)
+        return state
+
+    def __setstate__(self, state: Dict[str, Any]) -> None:
+        super().__setstate__(state)
+        unknown = [o for o in self.ops if o not in _OPS]
+        if unknown:
+            raise ValueError(f"This MuFuRU uses the op(s) {unknown}, which no module imported here registered; import "
+                             "the module that calls register_mufuru_op for them before loading it.")
+        self._op_fns = [_OPS[o] for o in self.ops]
 
     def reset_parameters(self) -> None:
         bound = 1.0 / math.sqrt(self.hidden_size)

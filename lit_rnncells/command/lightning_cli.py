@@ -371,6 +371,9 @@ def fit_summary(trainer: Trainer, config_callback: Optional[LoggerConfigCallback
                 "drop --trainer.fast_dev_run for a run you can test and resume.")
     config = config_callback.saved_to if config_callback is not None else None
     folder = config_callback.folder if config_callback is not None and config_callback.folder else None
+    if config is None and folder is not None:  # saved by a process Lightning spawned (ddp_spawn), not this one
+        written = folder / (config_callback.filename or config_callback.config_filename)
+        config = written if written.is_file() else None
     checkpoint = run_checkpoint(trainer)
     best = getattr(checkpoint, "best_model_path", "") or ""
     last = getattr(checkpoint, "last_model_path", "") or best
