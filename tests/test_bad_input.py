@@ -157,7 +157,13 @@ CLI_PROBES = {
         "under the cell's init_args in a config."]),
     "zero hidden size": (["--model.init_args.hidden_size", "0"], ["hidden_size must be a positive integer"]),
     "negative layers": (["--model.init_args.num_layers", "-1"], ["num_layers must be a positive integer"]),
-    "value of the wrong type": (["--trainer.max_epochs", "abc"], ['"trainer.max_epochs" expects int']),
+    "value of the wrong type": (["--trainer.max_epochs", "abc"],
+                                ["--trainer.max_epochs expects an int, got 'abc'; fix that value"]),
+    # jsonargparse reported these against the outer key with its own NestedArg(key=..., val=...)
+    "a data option's value of the wrong type": (["--data.init_args.batch_size", "abc"],
+                                                ["--data.init_args.batch_size expects an int, got 'abc'; fix that"]),
+    "a cell option's value of the wrong type": (["--model.init_args.cell.init_args.reset_bias", "x"], [
+        "--model.init_args.cell.init_args.reset_bias expects a float, got 'x'; fix that value"]),  # was 'no option'
     "unknown argument": (["--bogus", "1"], ["unrecognized arguments: --bogus", "--help"]),
     "an option prefix (no abbreviations)": (["--trainer.max_step", "1"], ["unrecognized arguments: --trainer.max_step"]),
     "missing config file": (["--config", "nope.yaml"], ["nope.yaml"]),
@@ -907,7 +913,7 @@ def test_compare_a_misspelt_cell_option(workdir, capsys):
                                   "positive integer, got 0"]),
     (["MultiChannel(cell=GRU,block_size=0)"], ["refused at hidden size 8: block_size must be a positive integer"]),
     (["GRU", "CARU(content_weight_bias=abc)"], ["The arguments of run CARU-content_weight_bias=abc-s1 are refused",
-                                                "expects float"]),  # a type the parser refuses, in the 2nd cell
+                                                "expects a float"]),  # a type the parser refuses, in the 2nd cell
 ], ids=["zones=0", "block_size=0", "a float option given text"])
 def test_compare_a_cell_option_value_the_cell_refuses(workdir, capsys, cells, fragments):
     """The option exists but its value is refused when the cell is built: one line before any run starts (the

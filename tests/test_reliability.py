@@ -58,7 +58,7 @@ def test_a_user_error_is_one_sentence_with_the_fix_and_exit_2(tmp_path, capsys, 
     assert run(["fit", "--config", LOGIC, "--model.init_args.cell", "GRUU"]) == 2
     assert "Unknown cell 'GRUU'. Did you mean 'GRU'?" in error_line(capsys.readouterr().err)
     assert run(["fit", "--config", LOGIC, "--trainer.max_epochs", "abc"]) == 2
-    assert 'Parser key "trainer.max_epochs" expects int' in error_line(capsys.readouterr().err)
+    assert "--trainer.max_epochs expects an int, got 'abc'" in error_line(capsys.readouterr().err)
     assert not list(tmp_path.rglob("*.ckpt")) and not list(tmp_path.rglob("config.yaml"))
 
 

@@ -182,9 +182,36 @@ def _unimportable_message(text: str) -> Optional[str]:
     return None
 
 
+_NESTED_VALUE = re.compile(r"Given value: NestedArg\(key='([\w.]+)', val=(.*)\)\s*$", re.M)
+_EXPECTED_TYPE = re.compile(r"Expected a <class '([\w.]+)'>\. Got value: (.*?)(?:\. Got value: .*)?$", re.M)
+
+
+def _wrong_type_message(text: str) -> Optional[str]:
+    """A value of the wrong type for an option of a class given by ``class_path`` (``--data.init_args.batch_size
+    abc``, a cell's ``--model.init_args.cell.init_args.update_bias x``): jsonargparse reports it against the outer
+    key with its internal ``NestedArg(key=..., val=...)``; name the option's whole flag, the type and the value."""
+    import ast
+
+    outer = re.match(r'\s*Parser key "([\w.]+)"', text)
+    nested = _NESTED_VALUE.findall(text)
+    if outer is None or not nested:
+        return None
+    key, given = nested[-1]  # the last: the outermost report's, the key as given under the outer one
+    try:
+        value = str(ast.literal_eval(given))
+    except (ValueError, SyntaxError):
+        value = given
+    expected = [kind for kind, got in _EXPECTED_TYPE.findall(text) if got.strip() == value and kind != "NoneType"]
+    if not expected:
+        return None
+    kind = expected[0].rsplit(".", 1)[-1]
+    return (f"--{outer.group(1)}.init_args.{key} expects {'an' if kind[0] in 'aeiou' else 'a'} {kind}, got "
+            f"{value!r}; fix that value in the config or on the command line.")
+
+
 def _from_parser_report(text: str) -> Optional[str]:
     """The actionable line of a jsonargparse report."""
-    cell = _cell_option_message(text) or _required_cell_option_message(text)
+    cell = _wrong_type_message(text) or _cell_option_message(text) or _required_cell_option_message(text)
     if cell is not None:
         return cell
     if re.search(r"Problem with given class_path|dot import path string|does not correspond to a subclass", text):
@@ -212,9 +239,12 @@ def _from_parser_report(text: str) -> Optional[str]:
             return line
     first = lines[0].rstrip(":")
     if first.startswith("Parser key") and given:
-        expected = [t for t in re.findall(r"Expected a <class '([\w.]+)'>", text) if t != "NoneType"]
-        wanted = f" expects {expected[0]}" if expected else " rejects the value"
-        return f"{first}{wanted}, got {given[-1].strip()!r}; fix that value in the config or on the command line."
+        expected = [t.rsplit(".", 1)[-1] for t in re.findall(r"Expected a <class '([\w.]+)'>", text) if t != "NoneType"]
+        wanted = (f" expects {'an' if expected[0][0] in 'aeiou' else 'a'} {expected[0]}" if expected
+                  else " rejects the value")
+        key = re.fullmatch(r'Parser key "([\w.]+)"', first)
+        named = f"--{key.group(1)}" if key is not None else first  # the option's flag, as given on the command line
+        return f"{named}{wanted}, got {given[-1].strip()!r}; fix that value in the config or on the command line."
     return " ".join(lines[:2])
 
 
