@@ -164,6 +164,12 @@ CLI_PROBES = {
                                                 ["--data.init_args.batch_size expects an int, got 'abc'; fix that"]),
     "a cell option's value of the wrong type": (["--model.init_args.cell.init_args.reset_bias", "x"], [
         "--model.init_args.cell.init_args.reset_bias expects a float, got 'x'; fix that value"]),  # was 'no option'
+    "an optimiser option's value of the wrong type": (["--model.init_args.optimizer.init_args.lr", "abc"],
+                                                      ["--model.init_args.optimizer.init_args.lr expects a float, got "
+                                                       "'abc'"]),
+    "a tuple of the wrong length": (["--model.init_args.optimizer.init_args.betas", "[0.9]"],
+                                    ["--model.init_args.optimizer.init_args.betas expects a tuple with 2 elements, "
+                                     "got [0.9]"]),
     "unknown argument": (["--bogus", "1"], ["unrecognized arguments: --bogus", "--help"]),
     "an option prefix (no abbreviations)": (["--trainer.max_step", "1"], ["unrecognized arguments: --trainer.max_step"]),
     "missing config file": (["--config", "nope.yaml"], ["nope.yaml"]),
@@ -1150,6 +1156,16 @@ def test_variable_bptt_with_a_fractional_validation_interval(workdir, capsys):
                                    "variable_bptt", "true", "--trainer.val_check_interval", "0.5"],
                  "--trainer.val_check_interval 0.5 is a fraction of an epoch", "variable_bptt true",
                  "number of training batches", code=2)
+
+
+def test_a_value_outside_an_options_choices_names_the_choices(workdir, capsys):
+    """jsonargparse reported it as '--data rejects the value, got "NestedArg(key='level', val='chars')"'."""
+    expect_error(capsys, workdir, ["fit", *corpus_args(write_corpus(workdir / "corpus")), "--data.init_args.level",
+                                   "chars"],
+                 "--data.init_args.level expects one of 'char', 'word', got 'chars'; fix that value", code=2)
+    expect_error(capsys, workdir, ["fit", *corpus_args(write_corpus(workdir / "corpus")),
+                                   "--model.init_args.regularization.dropout", "abc"],  # a field of an option group
+                 "--model.init_args.regularization.dropout expects a float, got 'abc'; fix that value", code=2)
 
 
 def test_variable_bptt_with_a_fraction_of_the_training_batches(workdir, capsys):

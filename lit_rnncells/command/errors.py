@@ -13,7 +13,7 @@ import inspect
 import math
 import re
 from pathlib import Path
-from typing import Iterator, List, Optional
+from typing import Any, Iterator, List, Optional
 
 from ..cells.registry import (available_cells, cell_options, get_cell, imported_cell, no_cell_option_message,
                               no_option_message)
@@ -183,13 +183,28 @@ def _unimportable_message(text: str) -> Optional[str]:
 
 
 _NESTED_VALUE = re.compile(r"Given value: NestedArg\(key='([\w.]+)', val=(.*)\)\s*$", re.M)
-_EXPECTED_TYPE = re.compile(r"Expected a <class '([\w.]+)'>\. Got value: (.*?)(?:\. Got value: .*)?$", re.M)
+_EXPECTED = re.compile(r"Expected (.+?)(?:\. Got value: .*)?$", re.M)
+_NOT_WHAT_IT_WANTS = ("a <class 'NoneType'>", "a dot import path string", "a path but")
+
+
+def _expectation(line: str) -> Optional[str]:
+    """jsonargparse's ``Expected ...`` in words (``an int``, ``one of 'char', 'word'``), or ``None`` for the
+    alternatives it tried that say nothing about the option (``null``, an import path, a file)."""
+    if line.startswith(_NOT_WHAT_IT_WANTS):
+        return None
+    kind = re.fullmatch(r"a <class '([\w.]+)'>", line)
+    if kind is not None:
+        name = kind.group(1).rsplit(".", 1)[-1]
+        return f"{'an' if name[0] in 'aeiou' else 'a'} {name}"
+    choices = re.fullmatch(r"a typing\.Literal\[(.*)\]", line)
+    return f"one of {choices.group(1)}" if choices is not None else line
 
 
 def _wrong_type_message(text: str) -> Optional[str]:
-    """A value of the wrong type for an option of a class given by ``class_path`` (``--data.init_args.batch_size
-    abc``, a cell's ``--model.init_args.cell.init_args.update_bias x``): jsonargparse reports it against the outer
-    key with its internal ``NestedArg(key=..., val=...)``; name the option's whole flag, the type and the value."""
+    """A value an option of a class given by ``class_path`` refuses (``--data.init_args.batch_size abc``,
+    ``--data.init_args.level chars``, a cell's ``--model.init_args.cell.init_args.update_bias x``): jsonargparse
+    reports it against the outer key with its internal ``NestedArg(key=..., val=...)``; name the option's whole
+    flag, what it takes and the value."""
     import ast
 
     outer = re.match(r'\s*Parser key "([\w.]+)"', text)
@@ -198,15 +213,21 @@ def _wrong_type_message(text: str) -> Optional[str]:
         return None
     key, given = nested[-1]  # the last: the outermost report's, the key as given under the outer one
     try:
-        value = str(ast.literal_eval(given))
+        value: Any = ast.literal_eval(given)
     except (ValueError, SyntaxError):
         value = given
-    expected = [kind for kind, got in _EXPECTED_TYPE.findall(text) if got.strip() == value and kind != "NoneType"]
-    if not expected:
+    if isinstance(value, dict):  # a class given whole (class_path, init_args): the class readers name its problem
         return None
-    kind = expected[0].rsplit(".", 1)[-1]
-    return (f"--{outer.group(1)}.init_args.{key} expects {'an' if kind[0] in 'aeiou' else 'a'} {kind}, got "
-            f"{value!r}; fix that value in the config or on the command line.")
+    reports = [text.find(f'Parser key "{name}":') for name in (key, key.rsplit(".", 1)[-1])]
+    option = max(reports)  # the report of the option itself (a dataclass field's key is dotted), if any
+    if option < 0:  # e.g. an option the class does not have ("Option 'x' is not accepted")
+        return None
+    wanted = [e for e in (_expectation(line.strip()) for line in _EXPECTED.findall(text[option:])) if e is not None]
+    if not wanted:
+        return None
+    shown = repr(value) if isinstance(value, str) else str(value)
+    return (f"--{outer.group(1)}.init_args.{key} expects {wanted[0]}, got {shown}; fix that value in the config or "
+            "on the command line.")
 
 
 def _from_parser_report(text: str) -> Optional[str]:
