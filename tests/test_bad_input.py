@@ -244,6 +244,10 @@ CLI_PROBES = {
     "a validation fraction under one batch": (["--trainer.limit_val_batches", "0.001"],
                                               ["--trainer.limit_val_batches 0.001 is less than one of the",
                                                "validation batches; give a number of batches"]),
+    # Lightning's Trainer raised ValueError while being built (the configs' log_every_n_steps, logger, ...), and
+    # once past those it would drop every metric the task logs
+    "barebones": (["--trainer.barebones", "true"],
+                  ["--trainer.barebones true turns off what a task's run is made of", "--trainer.logger false"]),
     # Lightning's Trainer raised MisconfigurationException while being built: a traceback, not a sentence
     "checkpointing off beside a ModelCheckpoint": (
         ["--trainer.callbacks+=ModelCheckpoint", "--trainer.enable_checkpointing", "false"],

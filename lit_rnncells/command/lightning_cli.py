@@ -29,9 +29,9 @@ from ..utils.quiet import quiet_evaluation_warnings, quiet_mid_epoch_resume_warn
 from .checkpoint_options import DATA_TO_MODEL_LINKS, compare_with_checkpoint
 from .deprecated_names import regroup_init_args
 from .monitor_check import MonitoredMetricsCheck
-from .start_checks import (check_accelerator, check_optimizer, check_output_paths, check_predict_output,
-                           check_trainer_numbers, check_validation_for_scheduler, check_validation_interval,
-                           report_start)
+from .start_checks import (check_accelerator, check_not_barebones, check_optimizer, check_output_paths,
+                           check_predict_output, check_trainer_numbers, check_validation_for_scheduler,
+                           check_validation_interval, report_start)
 from . import run_folder as _run_folder
 from .slurm_tasks import agree_with_srun, global_rank
 from ..utils.imports import import_object
@@ -197,6 +197,7 @@ class LitRNNCellsCLI(LightningCLI):
         check_accelerator(trainer)
         agree_with_srun(trainer)
         check_output_paths(trainer)
+        check_not_barebones(trainer)
         if self.subcommand in ("fit", None):  # None: a caller fits (compare's runs)
             check_validation_interval(trainer, data)
             check_trainer_numbers(trainer, tests_after=bool(config.get("test_after_fit")))

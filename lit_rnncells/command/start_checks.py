@@ -126,6 +126,17 @@ def check_validation_interval(trainer_config: Any, data_config: Any) -> None:
                              "batches (an int, e.g. 500) or 1.0, or set variable_bptt false.")
 
 
+def check_not_barebones(trainer_config: Any) -> None:
+    """``barebones``: Lightning drops every metric a task logs (``self.log`` warns and returns), so a fit keeps no
+    best checkpoint and a test reports nothing; it also refuses the configs' checkpointing, logger and logging
+    interval (a ValueError traceback while the Trainer was built)."""
+    if trainer_config is not None and trainer_config.get("barebones") is True:
+        raise ValueError("--trainer.barebones true turns off what a task's run is made of: Lightning drops every "
+                         "self.log() (so no metric, no best checkpoint, no test result) and refuses the configs' "
+                         "checkpointing and logger; for raw speed drop it and add --trainer.logger false "
+                         "--trainer.enable_progress_bar false, or time the layer alone with scripts/bench_cells.py.")
+
+
 def check_trainer_numbers(trainer_config: Any, tests_after: bool = False) -> None:
     """Trainer numbers Lightning takes without checking: ``accumulate_grad_batches`` 0 (it divided by it at the
     first step: ``ZeroDivisionError``), ``check_val_every_n_epoch`` 0 (the same at the first epoch's end), a
