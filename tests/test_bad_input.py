@@ -248,6 +248,16 @@ CLI_PROBES = {
     # once past those it would drop every metric the task logs
     "barebones": (["--trainer.barebones", "true"],
                   ["--trainer.barebones true turns off what a task's run is made of", "--trainer.logger false"]),
+    # Lightning's Trainer raised ValueError / TypeError while being built: tracebacks
+    "no nodes": (["--trainer.num_nodes", "0"], ["Lightning's Trainer refuses these trainer options: `num_nodes` must "
+                                                "be a positive integer, but got 0; change the --trainer options"]),
+    "an unknown strategy": (["--trainer.strategy", "ddpx"], ["Lightning's Trainer refuses these trainer options: You "
+                                                            "selected an invalid strategy name: `strategy='ddpx'`"]),
+    "a negative number of devices": (["--trainer.devices", "-2"], [
+        "Lightning's Trainer refuses these trainer options: `devices` selected with `CPUAccelerator` should be an int"]),
+    # the parser's report listed only its first alternative ("expects int")
+    "a precision Lightning does not have": (["--trainer.precision", "bf32"], [
+        "--trainer.precision expects one of 'transformer-engine',", "'bf16-mixed'", ", or an int, got 'bf32'"]),
     # Lightning's Trainer raised MisconfigurationException while being built: a traceback, not a sentence
     "checkpointing off beside a ModelCheckpoint": (
         ["--trainer.callbacks+=ModelCheckpoint", "--trainer.enable_checkpointing", "false"],

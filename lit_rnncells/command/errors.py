@@ -187,17 +187,28 @@ _EXPECTED = re.compile(r"Expected (.+?)(?:\. Got value: .*)?$", re.M)
 _NOT_WHAT_IT_WANTS = ("a <class 'NoneType'>", "a dot import path string", "a path but")
 
 
-def _expectation(line: str) -> Optional[str]:
-    """jsonargparse's ``Expected ...`` in words (``an int``, ``one of 'char', 'word'``), or ``None`` for the
-    alternatives it tried that say nothing about the option (``null``, an import path, a file)."""
-    if line.startswith(_NOT_WHAT_IT_WANTS):
-        return None
-    kind = re.fullmatch(r"a <class '([\w.]+)'>", line)
-    if kind is not None:
-        name = kind.group(1).rsplit(".", 1)[-1]
-        return f"{'an' if name[0] in 'aeiou' else 'a'} {name}"
-    choices = re.fullmatch(r"a typing\.Literal\[(.*)\]", line)
-    return f"one of {choices.group(1)}" if choices is not None else line
+def _wanted(text: str) -> Optional[str]:
+    """What jsonargparse's ``Expected ...`` lines in ``text`` say the option takes, in words: ``an int``, ``one of
+    'char', 'word'`` (every choice of every ``Literal`` alternative, then the other types: ``..., or an int``);
+    ``None`` when they name only alternatives that say nothing about the option (``null``, an import path, a file)."""
+    choices: List[str] = []
+    kinds: List[str] = []
+    for line in (found.strip() for found in _EXPECTED.findall(text)):
+        if line.startswith(_NOT_WHAT_IT_WANTS):
+            continue
+        literal = re.fullmatch(r"a typing\.Literal\[(.*)\]", line)
+        kind = re.fullmatch(r"a <class '([\w.]+)'>", line)
+        if literal is not None:
+            choices += [c.strip() for c in literal.group(1).split(",") if c.strip() not in choices]
+        elif kind is not None:
+            name = kind.group(1).rsplit(".", 1)[-1]
+            kinds.append(f"{'an' if name[0] in 'aeiou' else 'a'} {name}")
+        else:
+            kinds.append(line)
+    kinds = list(dict.fromkeys(kinds))
+    if choices:
+        return f"one of {', '.join(choices)}" + (f", or {' or '.join(kinds)}" if kinds else "")
+    return " or ".join(kinds) if kinds else None
 
 
 def _wrong_type_message(text: str) -> Optional[str]:
@@ -222,12 +233,14 @@ def _wrong_type_message(text: str) -> Optional[str]:
     option = max(reports)  # the report of the option itself (a dataclass field's key is dotted), if any
     if option < 0:  # e.g. an option the class does not have ("Option 'x' is not accepted")
         return None
-    wanted = [e for e in (_expectation(line.strip()) for line in _EXPECTED.findall(text[option:])) if e is not None]
-    if not wanted:
+    report = text[option:]
+    end = re.search(r"(Given value|Got value)[^\n]*", report)  # the option's own report ends with the value it got
+    wanted = _wanted(report[:end.end()] if end is not None else report)
+    if wanted is None:
         return None
     shown = repr(value) if isinstance(value, str) else str(value)
-    return (f"--{outer.group(1)}.init_args.{key} expects {wanted[0]}, got {shown}; fix that value in the config or "
-            "on the command line.")
+    return (f"--{outer.group(1)}.init_args.{key} expects {wanted}, got {shown}; fix that value in the config or on "
+            "the command line.")
 
 
 def _from_parser_report(text: str) -> Optional[str]:
@@ -260,9 +273,8 @@ def _from_parser_report(text: str) -> Optional[str]:
             return line
     first = lines[0].rstrip(":")
     if first.startswith("Parser key") and given:
-        expected = [t.rsplit(".", 1)[-1] for t in re.findall(r"Expected a <class '([\w.]+)'>", text) if t != "NoneType"]
-        wanted = (f" expects {'an' if expected[0][0] in 'aeiou' else 'a'} {expected[0]}" if expected
-                  else " rejects the value")
+        expected = _wanted(text)
+        wanted = f" expects {expected}" if expected is not None else " rejects the value"
         key = re.fullmatch(r'Parser key "([\w.]+)"', first)
         named = f"--{key.group(1)}" if key is not None else first  # the option's flag, as given on the command line
         return f"{named}{wanted}, got {given[-1].strip()!r}; fix that value in the config or on the command line."

@@ -50,6 +50,15 @@ def unused_path(path: Path) -> Path:
     return candidate
 
 
+def _raised_by_lightning(error: BaseException) -> bool:
+    """Whether ``error`` was raised inside Lightning's own code (its last traceback frame is in ``lightning``)."""
+    tb = error.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    module = tb.tb_frame.f_globals.get("__name__", "") if tb is not None else ""
+    return module.split(".", 1)[0] in ("lightning", "lightning_fabric", "pytorch_lightning")
+
+
 def run_directory(trainer: Trainer) -> Path:
     """The folder of this run: where its checkpoints go (``<logger dir>/<version>/checkpoints``) or, without
     checkpointing, the logger's folder or ``default_root_dir``."""
@@ -287,7 +296,11 @@ class LitRNNCellsCLI(LightningCLI):
             callbacks = [*callbacks, LineProgress()]
         try:
             return super()._instantiate_trainer(config, callbacks)
-        except MisconfigurationException as error:  # options that do not fit together, before any work
+        except (MisconfigurationException, ValueError, TypeError, ImportError) as error:
+            if not isinstance(error, MisconfigurationException) and not _raised_by_lightning(error):
+                raise
+            # options Lightning refuses or that do not fit together (`num_nodes` 0, an unknown strategy name,
+            # `devices` -2, an accelerator whose package is missing), before any work
             raise ValueError(f"Lightning's Trainer refuses these trainer options: {str(error).strip().rstrip('.')}; "
                              "change the --trainer options (or the config's trainer section) it names.") from error
 
