@@ -255,6 +255,14 @@ CLI_PROBES = {
                                                             "selected an invalid strategy name: `strategy='ddpx'`"]),
     "a negative number of devices": (["--trainer.devices", "-2"], [
         "Lightning's Trainer refuses these trainer options: `devices` selected with `CPUAccelerator` should be an int"]),
+    # Lightning's seed_everything raised ValueError: a traceback
+    "a seed numpy cannot take": (["--seed_everything", "-1"], [
+        "--seed_everything -1 is not a seed numpy takes; give one from 0 to 4294967295, true for a random one"]),
+    # Lightning raised MisconfigurationException at the fit's start (on_train_start): a traceback
+    "a learning-rate monitor without a logger": (["--trainer.logger", "false", "--trainer.callbacks+=LearningRateMonitor"],
+                                                 ["Lightning refuses this run's settings: Cannot use "
+                                                  "`LearningRateMonitor` callback with `Trainer` that has no logger; "
+                                                  "change the options it names."]),
     # the parser's report listed only its first alternative ("expects int")
     "a precision Lightning does not have": (["--trainer.precision", "bf32"], [
         "--trainer.precision expects one of 'transformer-engine',", "'bf16-mixed'", ", or an int, got 'bf32'"]),

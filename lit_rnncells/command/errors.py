@@ -355,4 +355,8 @@ def user_message(error: BaseException) -> Optional[str]:
             return enum_default
         if type(e).__module__.startswith("jsonargparse") or type(e).__name__ == "ArgumentError":
             return _from_parser_report(str(e))
+    for e in chain:  # Lightning's word for settings that do not fit together, found where it first needs them
+        if type(e).__name__ == "MisconfigurationException" and type(e).__module__.startswith("lightning"):
+            return (f"Lightning refuses this run's settings: {str(e).strip().rstrip('.')}; change the options it "
+                    "names.")
     return None

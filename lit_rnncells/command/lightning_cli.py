@@ -286,6 +286,14 @@ class LitRNNCellsCLI(LightningCLI):
             config_callback.filename = _run_folder.suffixed(_run_folder.CONFIG_NAME, self.run_index)
             config_callback.config = self._user_config
 
+    def _set_seed(self) -> None:
+        """A seed numpy cannot take is one sentence (Lightning's ``seed_everything`` raised it in a traceback)."""
+        seed = self._get(self.config, "seed_everything")
+        if isinstance(seed, int) and not isinstance(seed, bool) and not 0 <= seed <= 2 ** 32 - 1:
+            raise ValueError(f"--seed_everything {seed} is not a seed numpy takes; give one from 0 to {2 ** 32 - 1}, "
+                             "true for a random one, or false for none.")
+        super()._set_seed()
+
     def _instantiate_trainer(self, config: Dict[str, Any], callbacks: List[Any]) -> Trainer:
         """When standard output is not a terminal (a log file, a pipe), progress is a few plain lines
         (:mod:`lit_rnncells.utils.progress`) instead of tqdm's line per batch."""
