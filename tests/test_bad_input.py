@@ -263,6 +263,10 @@ CLI_PROBES = {
                                                  ["Lightning refuses this run's settings: Cannot use "
                                                   "`LearningRateMonitor` callback with `Trainer` that has no logger; "
                                                   "change the options it names."]),
+    # Lightning's finder looked for model.lr at the fit's start: an AttributeError traceback
+    "a learning-rate finder": (["--trainer.callbacks+=LearningRateFinder"], [
+        "LearningRateFinder needs a learning rate on the model (model.lr), but LogicEvaluator takes it as its "
+        "optimizer's option", "--vary model.init_args.optimizer.init_args.lr=0.001,0.003"]),
     # the parser's report listed only its first alternative ("expects int")
     "a precision Lightning does not have": (["--trainer.precision", "bf32"], [
         "--trainer.precision expects one of 'transformer-engine',", "'bf16-mixed'", ", or an int, got 'bf32'"]),

@@ -29,9 +29,9 @@ from ..utils.quiet import quiet_evaluation_warnings, quiet_mid_epoch_resume_warn
 from .checkpoint_options import DATA_TO_MODEL_LINKS, compare_with_checkpoint
 from .deprecated_names import regroup_init_args
 from .monitor_check import MonitoredMetricsCheck
-from .start_checks import (check_accelerator, check_not_barebones, check_optimizer, check_output_paths,
-                           check_predict_output, check_trainer_numbers, check_validation_for_scheduler,
-                           check_validation_interval, report_start)
+from .start_checks import (check_accelerator, check_learning_rate_finder, check_not_barebones, check_optimizer,
+                           check_output_paths, check_predict_output, check_trainer_numbers,
+                           check_validation_for_scheduler, check_validation_interval, report_start)
 from . import run_folder as _run_folder
 from .slurm_tasks import agree_with_srun, global_rank
 from ..utils.imports import import_object
@@ -316,6 +316,7 @@ class LitRNNCellsCLI(LightningCLI):
         super().instantiate_classes()
         if self.subcommand == "fit" or self.run_folder is not None:  # before the run folder is made
             check_optimizer(self.model)
+            check_learning_rate_finder(self.model, self.trainer)
         self._apply_run_folder()
         self._check_data_against_checkpoint()
         self._read = None  # the checks are done: training does not keep a second copy of the checkpoint

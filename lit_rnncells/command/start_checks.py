@@ -64,6 +64,21 @@ def check_optimizer(model: LightningModule) -> None:
         _built(lambda: scheduler(optimizer), "learning-rate scheduler", "lr_scheduler", "")
 
 
+def check_learning_rate_finder(model: LightningModule, trainer: Trainer) -> None:
+    """Lightning's ``LearningRateFinder`` sets ``model.lr`` or ``model.hparams.lr``; a task takes its learning rate
+    as its optimiser's option instead, so the finder failed at the fit's start (an AttributeError traceback). Say
+    so, and how to compare learning rates here."""
+    from lightning.pytorch.callbacks import LearningRateFinder
+
+    finders = [c for c in trainer.callbacks if isinstance(c, LearningRateFinder)]
+    names = {getattr(f, "_attr_name", "") or "lr" for f in finders}
+    if finders and not any(hasattr(model, n) or n in getattr(model, "hparams", {}) for n in names | {"learning_rate"}):
+        raise ValueError(f"LearningRateFinder needs a learning rate on the model (model.lr), but {type(model).__name__} "
+                         "takes it as its optimizer's option; drop the callback and give "
+                         "--model.init_args.optimizer.init_args.lr, or compare rates with python -m "
+                         "lit_rnncells.compare --vary model.init_args.optimizer.init_args.lr=0.001,0.003.")
+
+
 def _built(build: Any, what: str, option: str, example: str) -> Any:
     """``build()``; torch's refusal of the settings (ValueError, TypeError) as one sentence naming
     ``model.init_args.<option>``, any other failure ``None`` (left to the fit)."""
