@@ -254,15 +254,16 @@ CLI_PROBES = {
     "an unknown strategy": (["--trainer.strategy", "ddpx"], ["Lightning's Trainer refuses these trainer options: You "
                                                             "selected an invalid strategy name: `strategy='ddpx'`"]),
     "a negative number of devices": (["--trainer.devices", "-2"], [
-        "Lightning's Trainer refuses these trainer options: `devices` selected with `CPUAccelerator` should be an int"]),
+        "Lightning's Trainer refuses these trainer options: `devices` selected with `CPUAccelerator` should be an "
+        "int"]),
     # Lightning's seed_everything raised ValueError: a traceback
     "a seed numpy cannot take": (["--seed_everything", "-1"], [
         "--seed_everything -1 is not a seed numpy takes; give one from 0 to 4294967295, true for a random one"]),
     # Lightning raised MisconfigurationException at the fit's start (on_train_start): a traceback
-    "a learning-rate monitor without a logger": (["--trainer.logger", "false", "--trainer.callbacks+=LearningRateMonitor"],
-                                                 ["Lightning refuses this run's settings: Cannot use "
-                                                  "`LearningRateMonitor` callback with `Trainer` that has no logger; "
-                                                  "change the options it names."]),
+    "a learning-rate monitor without a logger": (
+        ["--trainer.logger", "false", "--trainer.callbacks+=LearningRateMonitor"],
+        ["Lightning refuses this run's settings: Cannot use `LearningRateMonitor` callback with `Trainer` that has no "
+         "logger; change the options it names."]),
     # Lightning's finder looked for model.lr at the fit's start: an AttributeError traceback
     "a learning-rate finder": (["--trainer.callbacks+=LearningRateFinder"], [
         "LearningRateFinder needs a learning rate on the model (model.lr), but LogicEvaluator takes it as its "
@@ -282,6 +283,20 @@ CLI_PROBES = {
 def test_configuration_mistakes(probe, workdir, capsys):
     extra, fragments = CLI_PROBES[probe]
     expect_error(capsys, workdir, ["fit", "--config", LOGIC, *TINY_LOGIC, *QUIET, *extra], *fragments, code=2)
+
+
+def test_a_callback_whose_package_is_missing_is_one_line(workdir, capsys):
+    """Lightning's DeviceStatsMonitor needs psutil to log CPU stats and raised ModuleNotFoundError at the fit's
+    start: a traceback."""
+    import importlib.util
+
+    if importlib.util.find_spec("psutil") is not None:
+        pytest.skip("psutil is installed here, so DeviceStatsMonitor has what it needs")
+    expect_error(capsys, workdir, ["fit", "--config", LOGIC, *TINY_LOGIC, *QUIET,
+                                   "--trainer.callbacks+=DeviceStatsMonitor", "--trainer.logger",
+                                   "lightning.pytorch.loggers.CSVLogger"],
+                 "Requirement 'psutil' not met", "(a package an option given needs); install it, or drop that option.",
+                 code=2)
 
 
 def test_a_users_module_that_fails_when_imported_is_named_with_its_error_and_line(workdir, capsys, monkeypatch):

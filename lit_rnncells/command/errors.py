@@ -359,4 +359,16 @@ def user_message(error: BaseException) -> Optional[str]:
         if type(e).__name__ == "MisconfigurationException" and type(e).__module__.startswith("lightning"):
             return (f"Lightning refuses this run's settings: {str(e).strip().rstrip('.')}; change the options it "
                     "names.")
+        if isinstance(e, ImportError) and "Requirement '" in str(e) and raised_by_lightning(e):
+            return (f"{str(e).strip().rstrip('.')} (a package an option given needs); install it, or drop that "
+                    "option.")
     return None
+
+
+def raised_by_lightning(error: BaseException) -> bool:
+    """Whether ``error`` was raised inside Lightning's own code (its last traceback frame is in ``lightning``)."""
+    tb = error.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    module = tb.tb_frame.f_globals.get("__name__", "") if tb is not None else ""
+    return module.split(".", 1)[0] in ("lightning", "lightning_fabric", "pytorch_lightning")

@@ -28,6 +28,7 @@ from ..utils.progress import LineProgress, wants_line_progress
 from ..utils.quiet import quiet_evaluation_warnings, quiet_mid_epoch_resume_warning
 from .checkpoint_options import DATA_TO_MODEL_LINKS, compare_with_checkpoint
 from .deprecated_names import regroup_init_args
+from .errors import raised_by_lightning
 from .monitor_check import MonitoredMetricsCheck
 from .start_checks import (check_accelerator, check_learning_rate_finder, check_not_barebones, check_optimizer,
                            check_output_paths, check_predict_output, check_trainer_numbers,
@@ -48,15 +49,6 @@ def unused_path(path: Path) -> Path:
         version += 1
         candidate = path.with_name(f"{path.stem}-v{version}{path.suffix}")
     return candidate
-
-
-def _raised_by_lightning(error: BaseException) -> bool:
-    """Whether ``error`` was raised inside Lightning's own code (its last traceback frame is in ``lightning``)."""
-    tb = error.__traceback__
-    while tb is not None and tb.tb_next is not None:
-        tb = tb.tb_next
-    module = tb.tb_frame.f_globals.get("__name__", "") if tb is not None else ""
-    return module.split(".", 1)[0] in ("lightning", "lightning_fabric", "pytorch_lightning")
 
 
 def run_directory(trainer: Trainer) -> Path:
@@ -305,7 +297,7 @@ class LitRNNCellsCLI(LightningCLI):
         try:
             return super()._instantiate_trainer(config, callbacks)
         except (MisconfigurationException, ValueError, TypeError, ImportError) as error:
-            if not isinstance(error, MisconfigurationException) and not _raised_by_lightning(error):
+            if not isinstance(error, MisconfigurationException) and not raised_by_lightning(error):
                 raise
             # options Lightning refuses or that do not fit together (`num_nodes` 0, an unknown strategy name,
             # `devices` -2, an accelerator whose package is missing), before any work

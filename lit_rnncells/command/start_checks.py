@@ -73,8 +73,8 @@ def check_learning_rate_finder(model: LightningModule, trainer: Trainer) -> None
     finders = [c for c in trainer.callbacks if isinstance(c, LearningRateFinder)]
     names = {getattr(f, "_attr_name", "") or "lr" for f in finders}
     if finders and not any(hasattr(model, n) or n in getattr(model, "hparams", {}) for n in names | {"learning_rate"}):
-        raise ValueError(f"LearningRateFinder needs a learning rate on the model (model.lr), but {type(model).__name__} "
-                         "takes it as its optimizer's option; drop the callback and give "
+        raise ValueError("LearningRateFinder needs a learning rate on the model (model.lr), but "
+                         f"{type(model).__name__} takes it as its optimizer's option; drop the callback and give "
                          "--model.init_args.optimizer.init_args.lr, or compare rates with python -m "
                          "lit_rnncells.compare --vary model.init_args.optimizer.init_args.lr=0.001,0.003.")
 
