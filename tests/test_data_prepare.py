@@ -60,6 +60,12 @@ def test_a_correct_copy_has_no_faults(toy, capsys):
     assert "found: toy de-en: train 6, dev 2, test 2 pairs" in out and "no faults" in out
 
 
+def test_check_takes_the_folder_by_the_datamodules_name_for_it_too(toy, capsys):
+    """``--data_dir`` is what the DataModules call the folder: it was "unrecognized arguments" here."""
+    code, out = run(capsys, "check", "toy", "--data_dir", str(toy))
+    assert code == 0 and "no faults" in out, out
+
+
 def test_check_finds_a_missing_file(toy, capsys):
     (toy / "valid.en").unlink()
     code, out = run(capsys, "check", "toy", "--dest", str(toy))

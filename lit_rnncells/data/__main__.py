@@ -78,7 +78,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     sub.add_parser("list", help="the known datasets")
     prep = sub.add_parser("prepare", help="download, verify and write a dataset into $LIT_RNNCELLS_DATA/<name>")
     prep.add_argument("name", help=f"one of {', '.join(sorted(n for n in KNOWN if checkable(n)))}")
-    prep.add_argument("--dest", help=f"the dataset's folder (default: ${DATA_ENV}/<name>)")
+    prep.add_argument("--dest", "--data_dir", dest="dest",
+                      help=f"the dataset's folder (default: ${DATA_ENV}/<name>)")
     prep.add_argument("--mirror", default=os.environ.get("LIT_RNNCELLS_MIRROR"),
                       help="base URL (http://, https:// or file://) holding the release files under their own "
                            "names, tried instead of the official URLs (default: $LIT_RNNCELLS_MIRROR)")
@@ -86,7 +87,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     prep.add_argument("--force", action="store_true", help="write over files already in the destination")
     chk = sub.add_parser("check", help="verify a local dataset folder: files, counts, UTF-8, split overlap")
     chk.add_argument("name", help=f"one of {', '.join(sorted(n for n in KNOWN if checkable(n)))}")
-    chk.add_argument("--dest", help=f"the dataset's folder (default: ${DATA_ENV}/<name>)")
+    chk.add_argument("--dest", "--data_dir", dest="dest",  # --data_dir: the DataModules' name for the same folder
+                     help=f"the dataset's folder (default: ${DATA_ENV}/<name>)")
     try:
         args = parser.parse_args(argv)
     except SystemExit as exit_:
