@@ -78,6 +78,11 @@ class LoggerConfigCallback(SaveConfigCallback):
         for logger in trainer.loggers:
             logger.log_hyperparams({"config": self.parser.dump(self.config, skip_none=False, format="json")})
 
+    @property
+    def name(self) -> str:
+        """The config's file name in the run folder: ``config.yaml``, ``config-resume-N.yaml`` for a resume."""
+        return self.filename or self.config_filename
+
     def on_fit_start(self, trainer: Trainer, pl_module: LightningModule) -> None:
         """Checkpoint folders are resolved by now (ModelCheckpoint.setup ran)."""
         if self.saved_to is not None:
@@ -85,7 +90,7 @@ class LoggerConfigCallback(SaveConfigCallback):
         folder = self.folder or run_directory(trainer)  # on every rank: trainer.log_dir may broadcast
         if trainer.is_global_zero:
             folder.mkdir(parents=True, exist_ok=True)
-            self.saved_to = unused_path(folder / (self.filename or self.config_filename))
+            self.saved_to = unused_path(folder / self.name)
             self.parser.save(self.config, str(self.saved_to), skip_none=False, multifile=False)
 
 
@@ -387,7 +392,7 @@ def fit_summary(trainer: Trainer, config_callback: Optional[LoggerConfigCallback
     config = config_callback.saved_to if config_callback is not None else None
     folder = config_callback.folder if config_callback is not None and config_callback.folder else None
     if config is None and folder is not None:  # saved by a process Lightning spawned (ddp_spawn), not this one
-        written = folder / (config_callback.filename or config_callback.config_filename)
+        written = folder / config_callback.name
         config = written if written.is_file() else None
     checkpoint = run_checkpoint(trainer)
     best = getattr(checkpoint, "best_model_path", "") or ""

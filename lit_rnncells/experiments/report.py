@@ -59,8 +59,7 @@ def mean_std(values: List[float], count: bool = False) -> str:
     places = 0 if count and float(mean).is_integer() else decimals(float(f"{mean:.4g}"))  # 9.9996 shows as 10.00
     if len(values) == 1:
         return f"{mean:.{places}f}"
-    spread = statistics.stdev(values)
-    return f"{mean:.{places}f} ± {spread:.{places}f}"
+    return f"{mean:.{places}f} ± {statistics.stdev(values):.{places}f}"
 
 
 def summary_markdown(rows: List[Dict[str, Any]], config: str, budget: str, monitor: str,
