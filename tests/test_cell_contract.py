@@ -2,12 +2,16 @@
 the package (:mod:`lit_rnncells.nn.contract`), so a user's own cell runs the same ones: ``check_cell(MyCell)``."""
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import pytest
 import torch
 
+from lit_rnncells.cells import RecurrentCell
 from lit_rnncells.nn import contract
 
 from .cell_cases import cell_cases, uncovered_cells
+from .examples.leaderboard_cell import GainRNN
 
 CASES = cell_cases()
 IDS = list(CASES)
@@ -87,3 +91,50 @@ def test_a_layer_of_every_registered_cell_pickles_whole(case):
     buffer.seek(0)
     for loaded in (torch.load(buffer, weights_only=False), copy.deepcopy(layer)):
         torch.testing.assert_close(loaded(x)[0], expected, rtol=0, atol=0)
+
+
+class _SteppingBlockCell(GainRNN):
+    """A user's cell (unregistered) with a ``stepping`` block that keeps the states after the loop, as MuFuRU's does."""
+
+    @contextmanager
+    def stepping(self, x_proj, seen=None):
+        kept = []
+        try:
+            yield x_proj
+            kept.extend(s.detach() for s in seen or ())
+        finally:
+            self.kept = kept
+
+
+STEPPING_BLOCK_CASES = {name: factory for name, factory in CASES.items()
+                        if type(factory(3, 4)).stepping is not RecurrentCell.stepping}
+STEPPING_BLOCK_CASES["user cell with a stepping block"] = _SteppingBlockCell
+
+
+def test_the_cells_with_a_stepping_block_include_mufuru():
+    assert {"MuFuRU", "MuFuRU(keep,replace)"} <= set(STEPPING_BLOCK_CASES)
+
+
+@pytest.mark.parametrize("case", list(STEPPING_BLOCK_CASES))
+def test_torch_compile_of_a_model_around_the_layer_equals_the_eager_layer(case):
+    """``torch.compile`` of a user's model holding a ``Recurrent`` traces our time loop: MuFuRU's ``stepping`` block
+    stopped Dynamo with an internal ``AssertionError`` (``expected len(self.block_stack) == 1``). Traced, the layer
+    runs no block (a step is exact without one); outputs, state, auxiliary loss and every gradient equal the eager
+    layer's. Dynamo's ``eager`` backend: the tracing is what failed, and it compiles in a second."""
+    import copy
+
+    torch.manual_seed(0)
+    layer = contract._layer(STEPPING_BLOCK_CASES[case], bidirectional=True).train()
+    twin = copy.deepcopy(layer)
+    x, lengths = torch.randn(3, 5, contract.INPUT), torch.tensor([5, 2, 1])
+    torch._dynamo.reset()
+    got = torch.compile(twin, backend="eager")(x, lengths=lengths, return_aux=True)
+    want = layer(x, lengths=lengths, return_aux=True)
+    for result, module in ((got, twin), (want, layer)):
+        output, state, aux = result
+        (output.square().sum() + sum(s.square().sum() for s in contract.leaves(state)) + aux).backward()
+    for g, w in zip(got, want):
+        for a, b in zip(contract.leaves(g), contract.leaves(w)):
+            torch.testing.assert_close(a, b, rtol=0, atol=0)
+    for (name, p), q in zip(twin.named_parameters(), layer.parameters()):
+        torch.testing.assert_close(p.grad, q.grad, rtol=1e-6, atol=1e-7, msg=lambda m, n=name: f"{n}: {m}")

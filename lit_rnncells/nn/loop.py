@@ -2,9 +2,10 @@
 through the compiled step. :mod:`.recurrent` runs it, and :mod:`.graphs` captures it whole as CUDA graphs."""
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
-from typing import Callable, List, Optional, Tuple
+from typing import Callable, ContextManager, List, Optional, Tuple
 
 import torch
 from torch import Tensor
@@ -23,7 +24,12 @@ def _stepping_takes_seen(cls: type) -> bool:
     return len(params) >= 2 or any(p.kind is p.VAR_POSITIONAL for p in params)
 
 
-def _stepping(cell: RecurrentCell, x_proj: Tensor, seen: List[State]):
+def _stepping(cell: RecurrentCell, x_proj: Tensor, seen: List[State]) -> ContextManager[Tensor]:
+    """The cell's ``stepping`` block; none while ``torch.compile`` traces a model around the layer: Dynamo failed
+    on MuFuRU's block (an internal ``AssertionError``), and the layer needs none there: a block only takes work out
+    of the loop, and a cell's step is exact without it (the cell contract)."""
+    if torch.compiler.is_compiling():
+        return contextlib.nullcontext(x_proj)
     return cell.stepping(x_proj, seen) if _stepping_takes_seen(type(cell)) else cell.stepping(x_proj)
 
 
