@@ -13,12 +13,8 @@ from lit_rnncells.nn import Recurrent
 
 
 def copy_torch_weights(ours: Recurrent, ref: nn.RNNBase) -> None:
-    for layer in range(ours.num_layers):
-        for direction in range(ours.num_directions):
-            suffix = "_reverse" if direction else ""
-            cell = ours.cell(layer, direction)
-            for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"):
-                getattr(cell, name).data.copy_(getattr(ref, f"{name}_l{layer}{suffix}"))
+    """torch's names load as they are (tests/test_torch_rnn_weights.py)."""
+    ours.load_state_dict(ref.state_dict())
 
 
 def torch_and_ours(kind: str, num_layers: int, bidirectional: bool) -> tuple[nn.RNNBase, Recurrent]:

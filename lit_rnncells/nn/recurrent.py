@@ -21,6 +21,7 @@ from .compiled import compile_mode, compiled_calls, compiled_step, report_compil
 from .graphs import run_graphed
 from .loop import run_loop
 from .step import _as_dtype_of, _step, map_state  # map_state kept importable from here
+from .torch_rnn import cell_for, rename_torch_keys
 
 
 def _reverse_index(lengths: Tensor, steps: int) -> Tensor:
@@ -223,6 +224,28 @@ class Recurrent(nn.Module):
             check_cell(type(built), self.backend)  # fused without a kernel, graphs without CUDA: refused at start
         if device is not None or dtype is not None:  # torch.nn.GRU's factory arguments
             self.to(device=device, dtype=dtype)
+
+    @classmethod
+    def from_torch(cls, module: nn.RNNBase, backend: Optional[str] = None) -> "Recurrent":
+        """The layer that runs a ``torch.nn.RNN`` (tanh), ``GRU`` or ``LSTM`` exactly: the same cell equations,
+        sizes, layers, directions, dropout and ``batch_first``, a copy of its weights on their device and dtype,
+        and its training mode. Outputs, states and gradients equal the module's (tested). A configuration no
+        cell here runs (ReLU, ``proj_size``, ``bias=False``) is a ``ValueError`` naming it."""
+        cell = cell_for(module)
+        weight = module.weight_ih_l0
+        layer = cls(cell, module.input_size, module.hidden_size, num_layers=module.num_layers,
+                    bidirectional=module.bidirectional, dropout=module.dropout if module.num_layers > 1 else 0.0,
+                    batch_first=module.batch_first, backend=backend, device=weight.device, dtype=weight.dtype)
+        layer.load_state_dict(module.state_dict())
+        return layer.train(module.training)
+
+    def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                              error_msgs) -> None:
+        """torch.nn.RNN / GRU / LSTM's names (``weight_ih_l0``, ``bias_hh_l1_reverse``, ...) load into the cells
+        that run their equations (Elman, GRU, LSTM), so ``load_state_dict(torch_gru.state_dict())`` works."""
+        rename_torch_keys(state_dict, prefix, self.cells, self.num_directions)
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
+                                      error_msgs)
 
     @property
     def backend(self) -> str:
