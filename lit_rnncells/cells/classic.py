@@ -28,9 +28,10 @@ def fused_kernel(cell: AffineCell, defined_by: type, kernel: str, x: Tensor, hx:
     DropConnect's dropped copies are used): ``(outputs (T, B, H), *final (1, B, H) leaves)``. With ``lengths``
     (B,) the batch is padded and runs packed: zero outputs at padded steps, each final state at its sequence's
     last real step. ``None``, so the layer loops over the step instead, when ``cell``'s step is not
-    ``defined_by``'s (a subclass's or a patched step is not the kernel's), or where CPU autocast's dtype has no
-    such kernel on this machine (bfloat16 has one only on CPUs with bf16 instructions)."""
-    if getattr(cell.step, "__func__", None) is not defined_by.step:
+    ``defined_by``'s (a subclass's or a patched step is not the kernel's), under a ``torch.func`` transform (torch
+    has no ``vmap`` rule for these kernels; the step's ops have), or where CPU autocast's dtype has no such kernel
+    on this machine (bfloat16 has one only on CPUs with bf16 instructions)."""
+    if getattr(cell.step, "__func__", None) is not defined_by.step or torch._C._are_functorch_transforms_active():
         return None
     cpu_autocast = x.device.type == "cpu" and torch.is_autocast_enabled("cpu")
     key = (kernel, torch.get_autocast_dtype("cpu")) if cpu_autocast else None

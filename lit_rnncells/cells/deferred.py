@@ -29,10 +29,30 @@ from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 import torch
 from torch import Tensor
-from torch.autograd.function import once_differentiable
 from torch.nn import functional as F
 
 ADDMM, LINEAR, BADDBMM = "addmm", "linear", "baddbmm"
+
+
+def plain_autograd_only() -> bool:
+    """Whether ``torch.compile`` is tracing or a ``torch.func`` transform (``grad``, ``jvp``, ``vmap``, ...) is
+    running: the layer then opens no cell's ``stepping`` block and defers no weight gradient, since Dynamo failed
+    on MuFuRU's block and ``torch.func`` refuses the ``autograd.Function`` s both use (values and gradients are
+    the same without them)."""
+    return torch.compiler.is_compiling() or torch._C._are_functorch_transforms_active()
+
+
+def first_order_only(what: str) -> None:
+    """Refuse a backward run to build a graph for higher-order gradients (``create_graph=True``: a gradient
+    penalty, ``torch.autograd.functional``'s ``jvp`` / ``hvp`` / ``hessian``). ``what`` computes a weight's gradient
+    after the loop from values it keeps detached, so its own backward is not differentiable: under
+    ``torch.func`` (whose ``grad`` of ``grad``, ``jvp`` and ``hessian`` give exact higher-order gradients) the
+    layer runs without it (:func:`plain_autograd_only`). torch's ``once_differentiable``
+    raised for some of these uses and, through ``torch.autograd.functional.jvp``, silently gave zeros."""
+    if torch.is_grad_enabled():
+        raise RuntimeError(f"{what} gives first-order gradients only, and this backward would build a graph for "
+                           "higher-order ones (create_graph=True); take higher-order gradients with torch.func "
+                           "(grad of grad, jvp, hessian), under which the layer runs without it.")
 
 
 def _plain(op: str, base: Optional[Tensor], a: Tensor, weight: Tensor) -> Tensor:
@@ -103,8 +123,8 @@ class _DeferredProduct(torch.autograd.Function):
         return out
 
     @staticmethod
-    @once_differentiable
     def backward(ctx, grad: Tensor):  # type: ignore[override]
+        first_order_only("A deferred weight-gradient product (lit_rnncells.cells.deferred)")
         (weight,) = ctx.saved_tensors
         ctx.products.grads[ctx.weight_index][ctx.slot] = grad
         grad_base = grad_a = None
@@ -128,8 +148,8 @@ class _AfterLoop(torch.autograd.Function):
         return tuple(t.view_as(t) for t in tensors[:count])
 
     @staticmethod
-    @once_differentiable
     def backward(ctx, *grads: Tensor):  # type: ignore[override]
+        first_order_only("A deferred weight-gradient product (lit_rnncells.cells.deferred)")
         weight_grads = [
             ctx.products.weight_gradient(i, w) if ctx.needs_input_grad[2 + ctx.count + i] else None
             for i, w in enumerate(ctx.weights)]
@@ -139,8 +159,7 @@ class _AfterLoop(torch.autograd.Function):
 
 def _product(op: str, base: Optional[Tensor], a: Tensor, weight: Tensor) -> Tensor:
     products = _active
-    if products is None or not torch.is_grad_enabled() or torch.compiler.is_compiling() \
-            or not products.accepts(weight):
+    if products is None or not torch.is_grad_enabled() or plain_autograd_only() or not products.accepts(weight):
         return _plain(op, base, a, weight)
     return _DeferredProduct.apply(op, base, a, weight, products)
 
@@ -172,7 +191,7 @@ def deferring_weight_gradients(weights: Sequence[Tensor], tensors: Tuple[Tensor,
     gradients, and the loop must use the yielded ones. Without gradients it yields ``tensors`` unchanged."""
     global _active
     weights = [w for w in weights if w.requires_grad]
-    if not weights or not torch.is_grad_enabled():
+    if not weights or not torch.is_grad_enabled() or plain_autograd_only():
         yield tensors
         return
     products = _Products(weights)

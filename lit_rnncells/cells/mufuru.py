@@ -7,10 +7,10 @@ from typing import Any, Callable, ContextManager, Dict, Iterator, List, Optional
 
 import torch
 from torch import Tensor, nn
-from torch.autograd.function import once_differentiable
 from torch.nn import functional as F
 
 from .base import RecurrentCell, State
+from .deferred import first_order_only
 from .fusable import small_matmul
 from .recording import recording_into
 from .registry import register_cell
@@ -240,8 +240,8 @@ class _StateMapGradient(torch.autograd.Function):
         return x_proj.view_as(x_proj)
 
     @staticmethod
-    @once_differentiable
     def backward(ctx, grad: Tensor):  # type: ignore[override]
+        first_order_only("MuFuRU's one-product gradient of weight_hs (its stepping block)")
         grad_weight = None
         if ctx.needs_input_grad[1]:
             h, steps = ctx.hidden_size, grad.shape[0]

@@ -11,7 +11,7 @@ import torch
 from torch import Tensor
 
 from ..cells.base import RecurrentCell, State
-from ..cells.deferred import deferring_weight_gradients
+from ..cells.deferred import deferring_weight_gradients, plain_autograd_only
 from .step import _step, map_leaves, tensor_leaves
 
 StepFn = Callable[[RecurrentCell, Tensor, State, Optional[Tensor], bool, bool], Tuple[State, Optional[Tensor]]]
@@ -25,10 +25,10 @@ def _stepping_takes_seen(cls: type) -> bool:
 
 
 def _stepping(cell: RecurrentCell, x_proj: Tensor, seen: List[State]) -> ContextManager[Tensor]:
-    """The cell's ``stepping`` block; none while ``torch.compile`` traces a model around the layer: Dynamo failed
-    on MuFuRU's block (an internal ``AssertionError``), and the layer needs none there: a block only takes work out
-    of the loop, and a cell's step is exact without it (the cell contract)."""
-    if torch.compiler.is_compiling():
+    """The cell's ``stepping`` block; none under :func:`plain_autograd_only` (``torch.compile`` tracing a model
+    around the layer, a ``torch.func`` transform): a block only takes work out of the loop, and a cell's step is
+    exact without it (the cell contract)."""
+    if plain_autograd_only():
         return contextlib.nullcontext(x_proj)
     return cell.stepping(x_proj, seen) if _stepping_takes_seen(type(cell)) else cell.stepping(x_proj)
 
