@@ -95,6 +95,8 @@ def test_ddp_two_cpu_processes_with_bf16(tmp_path):
     assert "world_size=2" in result.stderr + result.stdout or "distributed_backend=gloo" in result.stderr + result.stdout
     folders = [p for p in tmp_path.iterdir() if p.is_dir()]
     assert len(folders) == 1 and (folders[0] / "config.yaml").is_file()  # rank 1 used rank 0's run folder
+    assert result.stderr.count("recurrence: MuFuRU on cpu") == 1  # rank 0's line, whole
+    assert "all_gather is deprecated" not in result.stderr  # Lightning's call, once per rank
 
 
 @pytest.mark.slow
@@ -107,6 +109,10 @@ def test_ddp_spawn_trains_mufuru_and_the_summary_names_the_config_the_spawned_ra
     config = tmp_path / "spawned" / "config.yaml"
     assert config.is_file() and f"  config:          {config}" in result.stdout
     assert f"Test it:   python -m lit_rnncells test --config {config} --ckpt_path " in result.stdout
+    # the spawned workers drop the noise the command line drops (they printed it once per rank and stage)
+    for noise in ("LeafSpec", "IterableDataset", "all_gather is deprecated", "wandb.require('service')", "Tip:"):
+        assert noise not in result.stderr, noise
+    assert result.stderr.count("recurrence: MuFuRU on cpu") == 1
 
 
 def test_ckpt_path_reaches_a_datamodule_that_accepts_it_in_test_and_predict_not_in_fit(tmp_path, monkeypatch):

@@ -96,3 +96,22 @@ def test_on_a_terminal_wandb_lines_keep_their_colours(tmp_path: Path) -> None:
     plain = [STYLE.sub("", line) for line in wandb_lines]
     assert f"wandb: Run data is saved locally in {run}" in plain, plain
     assert f"wandb: wandb sync {run}" in plain, plain
+
+
+def test_pickling_the_logger_for_ddp_spawn_leaves_out_wandbs_require_service_line(tmp_path: Path, capfd,
+                                                                                    monkeypatch) -> None:
+    """Lightning's ``WandbLogger.__getstate__`` (once per ``ddp_spawn`` worker) calls ``wandb.require("service")``,
+    which W&B answers with a warning that it is a no-op; W&B's other warnings still show."""
+    import pickle
+
+    import wandb
+
+    from lit_rnncells.utils.loggers import DefaultWandbLogger
+
+    monkeypatch.setenv("WANDB_MODE", "disabled")
+    logger = DefaultWandbLogger(save_dir=str(tmp_path))
+    pickle.dumps(logger)
+    wandb.termwarn("another W&B warning")
+    err = capfd.readouterr().err
+    assert "another W&B warning" in err and "require('service')" not in err
+    assert wandb.termwarn.__name__ == "termwarn"  # put back

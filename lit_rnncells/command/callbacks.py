@@ -17,6 +17,7 @@ from lightning.pytorch.utilities.exceptions import SIGTERMException
 
 from ..utils.paths import check_output_file
 from ..utils.progress import plural
+from ..utils.quiet import install_patterns, installed_patterns
 
 
 class PredictionWriter(BasePredictionWriter):
@@ -288,6 +289,19 @@ def _say_evaluation_stopped(trainer: Trainer) -> None:
     after = f"{done:,} of {plural(sum(totals), 'batch', 'batches')}" if known else plural(done, "batch", "batches")
     print(f"\nSIGTERM during {stage}: stopped after {after}; no {stage} metrics were reported.", file=sys.stderr,
           flush=True)
+
+
+class QuietInSpawnedProcesses(Callback):
+    """Carries the command line's warning and log filters (:mod:`lit_rnncells.utils.quiet`) into the processes
+    Lightning's ``ddp_spawn`` starts, which import the package afresh without them: the trainer and its
+    callbacks are pickled into each, and unpickling this one installs the parent's filters there, before the
+    run starts. Every rank printed Lightning's and torch's noise that the parent drops."""
+
+    def __getstate__(self) -> Dict[str, Any]:
+        return {"patterns": installed_patterns()}
+
+    def __setstate__(self, state: Dict[str, Any]) -> None:
+        install_patterns(state["patterns"])
 
 
 class InterruptCheckpoint(Callback):

@@ -22,7 +22,7 @@ from .. import data as _data  # noqa: F401
 from .. import tasks as _tasks  # noqa: F401
 from .cpu_defaults import threads_for
 from .callbacks import (DIVERGENCE_PATIENCE, DIVERGENCE_THRESHOLD, FiniteGuard, InterruptCheckpoint,
-                        LastCheckpointKeptCurrent, PredictionWriter, run_checkpoint)
+                        LastCheckpointKeptCurrent, PredictionWriter, QuietInSpawnedProcesses, run_checkpoint)
 from ..data.checkpoint_state import ignored_options_warning, read_checkpoint
 from ..utils.progress import LineProgress, wants_line_progress
 from ..utils.quiet import quiet_evaluation_warnings, quiet_mid_epoch_resume_warning
@@ -323,6 +323,7 @@ class LitRNNCellsCLI(LightningCLI):
             torch.set_num_threads(threads)  # small models: see cpu_defaults.py
         if self.subcommand:  # after the thread count is set: the line names the threads the run uses
             report_start(self.model, self.trainer, self.subcommand, self.datamodule)
+        self.trainer.callbacks.append(QuietInSpawnedProcesses())  # ddp_spawn's workers drop the same noise
         if self.subcommand == "fit" or self.run_folder is not None:  # run_folder: a caller fits (compare's runs)
             fit_config = self.config.get("fit", self.config) if self.subcommand else self.config
             threshold = fit_config.get("divergence_threshold", DIVERGENCE_THRESHOLD)

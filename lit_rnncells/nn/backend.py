@@ -246,11 +246,21 @@ def describe(plan: Plan, detail: str = "") -> str:
     return f"recurrence: {plan.cell} on {plan.device}: {what}"
 
 
+def _rank() -> int:
+    """This process's rank as Lightning set it (0 outside Lightning, which this module does not import)."""
+    module = sys.modules.get("lightning_utilities.core.rank_zero")
+    return getattr(getattr(module, "rank_zero_only", None), "rank", 0) or 0
+
+
 def say_once(key: str, line: str) -> None:
-    """Print ``line`` once per process (``key`` names it), to standard error: predictions keep standard output."""
+    """Print ``line`` once per process (``key`` names it), to standard error (predictions keep standard output),
+    from rank 0 only under Lightning's DDP: every rank resolves the same plans, and two ranks' lines ran into one.
+    One write per line, so lines of processes sharing the stream do not interleave mid-line."""
     if key not in _said:
         _said.add(key)
-        print(line, file=sys.stderr, flush=True)
+        if _rank() == 0:
+            sys.stderr.write(line + "\n")
+            sys.stderr.flush()
 
 
 def say_choice(plan: Plan, detail: str = "") -> None:

@@ -73,6 +73,23 @@ class DefaultWandbLogger(WandbLogger):
             self._wandb_init.pop("anonymous", None)  # W&B warns about the setting whenever it is passed
         self._finish_at_exit = False
 
+    def __getstate__(self) -> Dict[str, Any]:
+        """Lightning's, which ``ddp_spawn`` calls once per worker, without W&B's "`wandb.require('service')` is
+        a no-op" line that Lightning's call to it prints each time (W&B's service is its default now)."""
+        import wandb
+
+        termwarn = wandb.termwarn
+
+        def warn_unless_require_service(message: str, *args: Any, **kwargs: Any) -> None:
+            if "wandb.require('service')" not in str(message):
+                termwarn(message, *args, **kwargs)
+
+        wandb.termwarn = warn_unless_require_service
+        try:
+            return super().__getstate__()
+        finally:
+            wandb.termwarn = termwarn
+
     @property
     def experiment(self) -> Any:
         """The W&B run (Lightning's), finished by this process before it exits (:func:`_finish_run`)."""

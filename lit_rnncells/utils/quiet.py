@@ -6,7 +6,7 @@ import contextlib
 import logging
 import os
 import warnings
-from typing import Iterator
+from typing import Iterator, List
 
 # (logger name, message prefix) of Lightning info lines that advertise products or restate a default.
 _LOG_NOISE = (
@@ -29,6 +29,8 @@ _WARNING_NOISE = (
     # cuDNN, when the fused GRU / LSTM / Elman kernel gets each cell's own weights rather than one flat buffer (by
     # design: Recurrent.flatten_parameters); its advice, flatten_parameters(), has nothing to do here
     r"RNN module weights are not part of single contiguous chunk of memory",
+    # Lightning's all-gather (sync_dist, DDP) calling a torch API torch deprecated, once per rank and run
+    r"torch\.distributed\.nn\.functional\.all_gather is deprecated",
 )
 
 
@@ -79,6 +81,26 @@ def quiet_known_noise() -> None:
         if not any(isinstance(f, _DropPrefixes) and prefix in f.prefixes for f in logger.filters):
             logger.addFilter(_DropPrefixes((prefix,)))
     for pattern in _WARNING_NOISE:
+        warnings.filterwarnings("ignore", message=pattern)
+
+
+def installed_patterns() -> List[str]:
+    """The message patterns of the ``ignore`` filters of this module now installed (the known noise and the
+    per-run ones), for a spawned process to install them too (:func:`install_patterns`)."""
+    ours = {*_WARNING_NOISE, SRUN_NOT_USED_WARNING, MID_EPOCH_RESUME_WARNING, CALLBACKS_NOT_RESTORED_WARNING}
+    found = []
+    for action, message, *_ in warnings.filters:
+        pattern = getattr(message, "pattern", None)
+        if action == "ignore" and pattern in ours and pattern not in found:
+            found.append(pattern)
+    return found
+
+
+def install_patterns(patterns: List[str]) -> None:
+    """In a process the command line did not start (Lightning's ``ddp_spawn`` workers), install the log filters
+    and the warning filters ``patterns`` (:func:`installed_patterns` of the parent)."""
+    quiet_known_noise()
+    for pattern in patterns:
         warnings.filterwarnings("ignore", message=pattern)
 
 
