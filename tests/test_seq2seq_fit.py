@@ -144,6 +144,14 @@ def test_predict_from_a_checkpoint_keeps_the_input_order(data_dir: Path, cache: 
             expected.update({r["index"]: r["text"] for r in model.predict_step(batch, 0)})
     assert outputs == [expected[i] for i in range(len(lines))]
     assert [b["index"].tolist() for b in dm.predict_dataloader()] != [[0, 1, 2, 3], [4, 5, 6, 7], [8]]  # reordered
+    # in Python, from the checkpoint alone (its tokenizers; decoding options are not in a checkpoint)
+    loaded = Seq2Seq.load_from_checkpoint(ckpt, decoding={"beam_size": 2})
+    assert loaded.translate_lines(lines, batch_size=4) == outputs
+    assert loaded.translate_lines(lines[:1]) == outputs[:1]
+    with pytest.raises(ValueError, match=r"lines\[1\] is empty"):
+        loaded.translate_lines([lines[0], " "])
+    with pytest.raises(RuntimeError, match="This model has no tokenizers: load it with Seq2Seq.load_from_checkpoint"):
+        model_for(dm).translate_lines(lines)
 
 
 @pytest.mark.slow

@@ -51,7 +51,7 @@ from ..nn.beam_search import select_batch
 from ..nn.backend import Plan, resolve
 from ..nn.recurrent import Recurrent, map_state, step_cell
 from .base import CellSpec, RecurrentTask, cell_config, resolve_cell
-from .seq2seq_eval import Seq2SeqEvaluation
+from .seq2seq_eval import Seq2SeqEvaluation, saved_tokenizers
 from .seq2seq_options import (DECODING_OPTIONS, DEPRECATED_NAMES, DecodingConfig, SideConfig, Sizes,
                               check_architecture, check_specials, resolve_sizes, search_configs, side_as_dict)
 
@@ -259,6 +259,16 @@ class Seq2Seq(Seq2SeqEvaluation, RecurrentTask):
                                  f"{side}_vocab_size={size}; let the CLI link the sizes from the data or use the "
                                  "checkpoint's data.")
         self.source_tokenizer, self.target_tokenizer = source, target
+
+    def on_load_checkpoint(self, checkpoint: Dict[str, Any]) -> None:
+        """Also take the tokenizers the checkpoint's DataModule saved, when no DataModule gave them (``setup``
+        runs first in a Trainer): ``Seq2Seq.load_from_checkpoint(path)`` then translates text
+        (:meth:`translate_lines`) with nothing else at hand."""
+        super().on_load_checkpoint(checkpoint)
+        if self.target_tokenizer is None:
+            saved = saved_tokenizers(checkpoint)
+            if saved is not None:
+                self.set_tokenizers(*saved)
 
     def setup(self, stage: str) -> None:
         dm = self._trainer.datamodule if self._trainer is not None else None

@@ -3,7 +3,7 @@ gathering the decoded records across ranks and scoring them (:mod:`lit_rnncells.
 signature printed and logged once."""
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import torch
 from lightning.pytorch.utilities import rank_zero_info
@@ -14,11 +14,22 @@ from ..nn.backend import say_once
 from ..nn.beam_search import Hypothesis, SearchConfig, search
 from ..nn.decode_graphs import MAX_DECODE_GRAPHS, GraphedDecoding
 from .. import metrics
+from ..data.batching import pad_batch
+from ..data.subword import SubwordTokenizer
 
 SIGNATURE_LABELS = {"sacrebleu": "sacreBLEU", "tok_bleu": "tokenised BLEU (sacreBLEU)", "rouge": "ROUGE"}
 Record = Tuple[int, str, str, Tuple[str, ...], Tuple[str, ...]]
 """An evaluated example: (index, hypothesis in the corpus's form, hypothesis detokenised, its references in the
 corpus's form, detokenised); one reference or several (DUC-2004 has four)."""
+
+
+def saved_tokenizers(checkpoint: Mapping[str, Any]) -> Optional[Tuple[SubwordTokenizer, SubwordTokenizer]]:
+    """The (source, target) tokenizers a translation DataModule saved in a checkpoint, or ``None``."""
+    for value in checkpoint.values():
+        if isinstance(value, Mapping) and "source_tokenizer" in value and "target_tokenizer" in value:
+            return (SubwordTokenizer.from_json(value["source_tokenizer"]),
+                    SubwordTokenizer.from_json(value["target_tokenizer"]))
+    return None
 
 
 class Seq2SeqEvaluation:
@@ -61,6 +72,29 @@ class Seq2SeqEvaluation:
             return search(self.decodable(), source, source_lengths, cfg or self.test_search)
         finally:
             self.train(was_training)
+
+    @torch.no_grad()
+    def translate_lines(self, lines: Sequence[str], batch_size: int = 32) -> List[str]:
+        """Translate (or summarise) lines of text in Python as ``predict`` does on the command line: each line
+        through the source tokenizer, decoded with the test / predict settings (``decoding.beam_size``, length
+        limits, ...; :meth:`configure_decoding` changes them), the best hypothesis detokenised. A model from
+        ``Seq2Seq.load_from_checkpoint(path)`` has its checkpoint's tokenizers."""
+        if self.source_tokenizer is None or self.target_tokenizer is None:
+            raise RuntimeError("This model has no tokenizers: load it with Seq2Seq.load_from_checkpoint(<a "
+                               "checkpoint fit wrote>) or fit it with a TranslationDataModule first.")
+        if isinstance(lines, str):
+            raise TypeError("translate_lines takes a list of lines, got one string; pass [text].")
+        for number, line in enumerate(lines):
+            if not line.strip():
+                raise ValueError(f"lines[{number}] is empty; give one source sentence per item.")
+        device = next(self.parameters()).device
+        texts: List[str] = []
+        for start in range(0, len(lines), batch_size):
+            ids = self.source_tokenizer.encode_batch(lines[start:start + batch_size])
+            source, lengths = pad_batch([s + [self.hparams.eos_id] for s in ids], self.hparams.pad_id)
+            hypotheses = self.translate(source.to(device), lengths.to(device))
+            texts.extend(self._texts(nbest[0].tokens)[1] for nbest in hypotheses)
+        return texts
 
     def _texts(self, tokens: List[int]) -> Tuple[str, str]:
         """(corpus form, natural detokenised text) of a token list; ids joined if no tokenizer."""
