@@ -27,6 +27,7 @@ from ..data.checkpoint_state import ignored_options_warning, read_checkpoint
 from ..utils.progress import LineProgress, wants_line_progress
 from ..utils.quiet import quiet_evaluation_warnings, quiet_mid_epoch_resume_warning
 from .checkpoint_options import DATA_TO_MODEL_LINKS, compare_with_checkpoint
+from .config_dump import repair_unserialized
 from .deprecated_names import regroup_init_args
 from .errors import raised_by_lightning
 from .monitor_check import MonitoredMetricsCheck
@@ -94,12 +95,30 @@ class LoggerConfigCallback(SaveConfigCallback):
             self.parser.save(self.config, str(self.saved_to), skip_none=False, multifile=False)
 
 
+_SAID_LOST: set = set()  # options the saved config cannot hold, each said once per process
+
+
 class ProgArgumentParser(LightningArgumentParser):
     """Usage lines say ``python -m lit_rnncells`` (not ``__main__.py``), in ``--help`` and in the parsers
     jsonargparse builds for ``--model.help`` and the like."""
 
     def __init__(self, *args: Any, prog: Optional[str] = None, **kwargs: Any) -> None:
         super().__init__(*args, prog=prog or PROG, **kwargs)
+
+    def dump(self, cfg: Any, *args: Any, **kwargs: Any) -> str:
+        """jsonargparse's dump, with the values it writes as ``Unable to serialize instance ...`` put back where
+        they are plain (:mod:`.config_dump`); one line names an option the saved config still cannot hold."""
+        text = super().dump(cfg, *args, **kwargs)
+        dump_format = kwargs.get("format", args[0] if args else "parser_mode")
+        if dump_format == "parser_mode":
+            dump_format = self.parser_mode if self.parser_mode in ("yaml", "json", "json_indented") else "yaml"
+        text, lost = repair_unserialized(text, cfg.clone().as_dict(), dump_format)
+        for path in lost:
+            if path not in _SAID_LOST:
+                _SAID_LOST.add(path)
+                print(f"lit_rnncells: the saved config cannot hold {path} (jsonargparse cannot write its value); "
+                      "give that option again to test or resume this run.", file=sys.stderr, flush=True)
+        return text
 
 
 BATCH_LIMITS = ("limit_train_batches", "limit_val_batches", "limit_test_batches", "limit_predict_batches")

@@ -6,12 +6,15 @@ import functools
 import inspect
 import time
 import warnings
-from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
+from torch.nn.utils.prune import BasePruningMethod
 from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
+from torch.nn.utils.spectral_norm import SpectralNorm
+from torch.nn.utils.weight_norm import WeightNorm
 
 from ..utils.arguments import check_positive, check_probability
 from ..cells.base import CellFactory, RecurrentCell, State
@@ -34,6 +37,25 @@ def _reverse_index(lengths: Tensor, steps: int) -> Tensor:
 def _gather_time(x: Tensor, index: Tensor) -> Tensor:
     """x (T, B, ...) reordered along time by index (T, B)."""
     return x.gather(0, index.view(*index.shape, *([1] * (x.dim() - 2))).expand_as(x))
+
+
+WEIGHT_HOOKS = (BasePruningMethod, WeightNorm, SpectralNorm)
+"""The forward pre-hooks that recompute a module's weight from the parameters behind it: ``torch.nn.utils.prune``
+(Lightning's ``ModelPruning``) and the hook-based ``weight_norm`` / ``spectral_norm``."""
+
+
+def refresh_hooked_weights(cells: Iterable[nn.Module]) -> None:
+    """Run the :data:`WEIGHT_HOOKS` of every module of ``cells``, as calling the module runs them before its
+    ``forward``. A layer steps its cells through ``project_input`` and ``step`` and reads their blocks' weights
+    as attributes, calling neither, so these hooks never ran: the weight they manage, computed once, went stale
+    (its graph freed by the first backward: "Trying to backward through the graph a second time"; a changed mask
+    never reached the loop). Called once per layer call. Other pre-hooks are left alone: a cell is never called,
+    so there is no input to hand them."""
+    for cell in cells:
+        for module in cell.modules():
+            for hook in list(module._forward_pre_hooks.values()):
+                if isinstance(hook, WEIGHT_HOOKS):
+                    hook(module, ())
 
 
 def run_cell(cell: RecurrentCell, x: Tensor, state: State, mask: Optional[Tensor] = None,
@@ -402,6 +424,7 @@ class Recurrent(nn.Module):
         if x.dim() != 3 or x.shape[-1] != self.input_size:
             self._shape_error(x)
         check_input_dtype(x, self)
+        refresh_hooked_weights(self.cells)
         if self.batch_first:
             x = x.transpose(0, 1)
         steps, batch = x.shape[0], x.shape[1]
