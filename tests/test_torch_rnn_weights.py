@@ -106,3 +106,18 @@ def test_from_torch_refuses_a_module_that_is_not_torchs_rnn() -> None:
                                         ("weight_hr_l0", None), ("cells.0.weight_ih", None)])
 def test_torch_name(key, parsed) -> None:
     assert torch_name(key) == parsed
+
+
+def test_torchs_parameter_names_read_the_cells_parameters() -> None:
+    """Code written for torch.nn.GRU reads ``weight_hh_l0`` (an orthogonal initialisation) and ``all_weights``."""
+    ours = Recurrent("GRU", 3, 4, num_layers=2, bidirectional=True)
+    ref = nn.GRU(3, 4, num_layers=2, bidirectional=True)
+    assert ours.weight_hh_l1_reverse is ours.cell(1, 1).weight_hh and ours.bias_ih_l0 is ours.cell(0).bias_ih
+    assert [[p.shape for p in cell] for cell in ours.all_weights] == [[p.shape for p in w] for w in ref.all_weights]
+    nn.init.orthogonal_(ours.weight_hh_l0)
+    w = ours.cell(0).weight_hh.detach()
+    torch.testing.assert_close(w.t() @ w, torch.eye(4), atol=1e-5, rtol=0)  # the cell's own weight changed
+    assert Recurrent("CARU", 3, 4).weight_hh_l0.shape == (8, 4)  # any cell's parameter of that name
+    for missing in ("weight_hh_l2", "weight_hh_l0_reverse", "weight_hr_l0", "no_such_thing"):
+        with pytest.raises(AttributeError, match=f"'Recurrent' object has no attribute '{missing}'"):
+            getattr(Recurrent("GRU", 3, 4), missing)

@@ -6,7 +6,7 @@ import functools
 import inspect
 import time
 import warnings
-from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
 
 import torch
 from torch import Tensor, nn
@@ -24,7 +24,7 @@ from .compiled import compile_mode, compiled_calls, compiled_step, report_compil
 from .graphs import run_graphed
 from .loop import run_loop
 from .step import _as_dtype_of, _step, map_state  # map_state kept importable from here
-from .torch_rnn import cell_for, rename_torch_keys
+from .torch_rnn import cell_for, rename_torch_keys, torch_name
 
 
 def _reverse_index(lengths: Tensor, steps: int) -> Tensor:
@@ -260,6 +260,27 @@ class Recurrent(nn.Module):
                     batch_first=module.batch_first, backend=backend, device=weight.device, dtype=weight.dtype)
         layer.load_state_dict(module.state_dict())
         return layer.train(module.training)
+
+    def __getattr__(self, name: str) -> Any:
+        """torch.nn.GRU's parameter names, ``layer.weight_hh_l0`` or ``layer.bias_ih_l1_reverse``, read the
+        parameter of that layer's and direction's cell (code written for torch, e.g. an orthogonal initialisation
+        of ``weight_hh_l0``, runs unchanged), for any cell that has a parameter of that name."""
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            parsed = torch_name(name)
+            if parsed is not None and "cells" in self._modules:
+                parameter, layer, direction = parsed
+                index = layer * self.num_directions + direction
+                if direction < self.num_directions and index < len(self.cells) \
+                        and parameter in self.cells[index]._parameters:
+                    return self.cells[index]._parameters[parameter]
+            raise
+
+    @property
+    def all_weights(self) -> List[List[nn.Parameter]]:
+        """torch.nn.GRU's ``all_weights``: each cell's parameters, one list per layer and direction, in order."""
+        return [list(cell.parameters()) for cell in self.cells]
 
     def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
                               error_msgs) -> None:
