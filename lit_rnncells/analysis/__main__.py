@@ -1,7 +1,6 @@
 """``python -m lit_rnncells.analysis <figure> ...``: every module of this package that registers a figure."""
 from __future__ import annotations
 
-import argparse
 import importlib
 import os
 import pkgutil
@@ -9,6 +8,7 @@ import sys
 from typing import List, Optional
 
 from . import common
+from ..utils.arguments import OneLineParser
 
 
 def load_figures() -> None:
@@ -21,7 +21,7 @@ def load_figures() -> None:
 
 def main(argv: Optional[List[str]] = None) -> int:
     load_figures()
-    parser = argparse.ArgumentParser(allow_abbrev=False, prog="python -m lit_rnncells.analysis",
+    parser = OneLineParser(allow_abbrev=False, prog="python -m lit_rnncells.analysis",
                                      description="Draw a paper's analysis figure from trained checkpoints.")
     sub = parser.add_subparsers(dest="figure", required=True, metavar="FIGURE")
     for name, fig in sorted(common.FIGURES.items()):

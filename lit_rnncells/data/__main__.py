@@ -5,7 +5,6 @@ Exit status: 0 ok, 1 a fault (each printed as ``error: <problem>; <fix>``), 2 a 
 """
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from pathlib import Path
@@ -15,6 +14,7 @@ from .check import check_folder
 from .known import KNOWN, checkable, dataset
 from .prepare import PrepareError, prepare
 from .text import DATA_ENV
+from ..utils.arguments import OneLineParser
 
 
 def _dest(name: str, dest: Optional[str]) -> Path:
@@ -72,7 +72,7 @@ def _prepare(name: str, dest: Optional[str], mirror: Optional[str], source: Opti
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m lit_rnncells.data",
+    parser = OneLineParser(prog="python -m lit_rnncells.data",
                                      description="Get (prepare) and verify (check) the datasets the library reads.")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("list", help="the known datasets")

@@ -23,10 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
-from ..utils.paths import check_output_file, check_output_folder
+from ..utils.paths import check_output_file, check_writable_folder
 from . import compare as runner
 from .compare import Budget, CompareError, Launch, Matching, RunOptions, check_cell, compare
-from .compare.cli import OneLineParser
+from ..utils.arguments import OneLineParser
 from .compare.launchers import check_local_launcher, slurm_launcher
 from .compare.slurm_settings import add_slurm_options
 from .leaderboard_page import TaskResult, check_page, write_page
@@ -121,7 +121,7 @@ def make_plan(cells: Sequence[str], tasks: Sequence[Union[str, Task]], seeds: Un
     targets = {name: target.strip().replace(":", ".") for name, target in
                per_task(match_params, chosen, "--match-params", {t.name: t.match_params for t in chosen}).items()}
     try:
-        check_output_folder(out, "--out")
+        check_writable_folder(out, "--out")
     except OSError as error:
         raise CompareError(str(error)) from None
     for task in chosen:

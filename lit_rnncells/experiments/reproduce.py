@@ -20,7 +20,8 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from ..utils.paths import check_output_file, check_output_folder
+from ..utils.arguments import OneLineParser
+from ..utils.paths import check_output_file, check_writable_folder
 from . import paper_scale, report_page
 from .compare import (CompareError, Interrupted, Launch, Launcher, LocalLauncher, Matching, RunOptions,
                       compare, parse_vary)
@@ -418,7 +419,7 @@ def figures_beside(block: str, results: Path, folder: Path, prefix: str) -> str:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    ap = argparse.ArgumentParser(allow_abbrev=False, prog="python -m lit_rnncells.reproduce", description=__doc__.split("\n\n")[0])
+    ap = OneLineParser(allow_abbrev=False, prog="python -m lit_rnncells.reproduce", description=__doc__.split("\n\n")[0])
     ap.add_argument("paper", choices=sorted(PAPERS))
     ap.add_argument("--out", help="folder of the runs, one subfolder per experiment (default runs/reproduce, "
                                   "runs/reproduce-paper with --scale paper)")
@@ -440,7 +441,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = ap.parse_args(argv)
     args.out = args.out or ("runs/reproduce-paper" if args.scale == "paper" else "runs/reproduce")
     try:
-        check_output_folder(args.out, "--out")
+        check_writable_folder(args.out, "--out")
         if args.report:
             check_output_file(args.report, "--report")
     except OSError as error:

@@ -1,10 +1,12 @@
 """Argument checks every layer shares (cells, the layer, DataModules, tasks): one clear ``ValueError`` each;
-and typed option groups (dataclasses), with the old flat names kept for one release.
+and typed option groups (dataclasses), with the old flat names kept for one release; and the one-line argparse
+parser of the commands other than the LightningCLI (:class:`OneLineParser`).
 
 It imports nothing of the package, so any module may use it (tests/test_layers.py keeps it at the bottom).
 """
 from __future__ import annotations
 
+import argparse
 import sys
 from dataclasses import asdict, fields, replace
 from typing import Any, Dict, Mapping, Type, TypeVar, Union
@@ -96,3 +98,13 @@ def say_deprecated_name(owner: str, old: str, new: str) -> None:
         _said_deprecated.add((owner, old))
         print(f"lit_rnncells: {owner} option `{old}` is deprecated and goes in the next release; use `{new}`.",
               file=sys.stderr, flush=True)
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse whose usage errors are one line (``error: ...; see <prog> --help.``) and exit code 2, for every
+    command of the package that is not the LightningCLI (compare, leaderboard, reproduce, analysis, data); its
+    subcommands' parsers are of this class too."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        print(f"error: {message}; see {self.prog} --help.", file=sys.stderr)
+        raise SystemExit(2)

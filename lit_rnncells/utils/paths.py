@@ -3,6 +3,7 @@ mistake is one sentence naming the path (not a traceback from deep inside a writ
 from __future__ import annotations
 
 import os
+import tempfile
 import weakref
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Union
@@ -59,6 +60,25 @@ def check_output_folder(path: PathLike, option: str) -> Path:
     if blocking is not None:
         raise NotADirectoryError(f"{option} {str(path)!r} is under {str(blocking)!r}, which is a file, not a folder; "
                                  f"choose another {option}.")
+    return target
+
+
+def check_writable_folder(path: PathLike, option: str) -> Path:
+    """:func:`check_output_folder`, and the folder (or the nearest one above it that exists) takes a new file:
+    a temporary file is made there and removed, so a read-only or foreign folder, a read-only file system or a
+    pseudo file system is one sentence naming ``option`` before any work starts (a traceback from a ``mkdir``
+    once the work was done, before)."""
+    target = check_output_folder(path, option)
+    existing = next((p for p in (target, *target.parents) if p.exists()), None)
+    if existing is None:
+        return target
+    try:
+        with tempfile.TemporaryFile(dir=existing):
+            pass
+    except OSError as error:
+        where = "" if existing == target else f": {str(existing)!r} does not take new files"
+        raise PermissionError(f"{option} {str(path)!r} cannot be written ({error.strerror or error}{where}); "
+                              f"choose a {option} folder you can write to.") from None
     return target
 
 

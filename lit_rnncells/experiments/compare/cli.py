@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 from ...command import run_folder
+from ...utils.arguments import OneLineParser
+from ...utils.paths import check_writable_folder
 from .child import child_main
 from .options import PROGRESS_EVERY, Launch, Matching, RunOptions, Selection, argument_group
 from .planning import CompareError
@@ -18,14 +20,6 @@ from .sweep import compare
 
 DESCRIPTION = ("Fair comparisons of cells on any task config: matched budgets and parameters, seeds, a grid, "
                "resumable.")
-
-
-class OneLineParser(argparse.ArgumentParser):
-    """argparse whose usage errors are one line (``error: ...``) and exit code 2."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        print(f"error: {message}; see {self.prog} --help.", file=sys.stderr)
-        raise SystemExit(2)
 
 
 def seconds(text: str) -> float:
@@ -132,6 +126,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except SystemExit as stop:
         return 0 if stop.code == 0 else 2
     failed: List[str] = []
+    try:
+        check_writable_folder(args.out, "--out")
+    except OSError as error:
+        return error_exit(str(error))
     try:
         rows = compare(args.config, args.cells, args.seed_list or args.seeds, args.budget, args.out, vary=args.vary,
                        failed=failed, **groups_of(args, extra, Path(args.out)))
