@@ -103,3 +103,28 @@ def test_the_plateau_check_counts_the_same_validation_metrics_as_the_monitor_che
         with pytest.raises(ValueError, match=f"steps on {monitor} at each epoch's end"):
             check_validation_for_scheduler({"limit_val_batches": 0}, model(monitor))
     check_validation_for_scheduler({"limit_val_batches": 0}, model("train/loss"))
+
+
+SCRATCH = ["--model", "tests.examples.scratch_task.LastStateLogicTask", "--model.init_args.cell", "CapMZU",
+           "--data", "lit_rnncells.data.LogicDataModule", *TINY]
+
+
+def test_a_task_written_from_scratch_fits_and_a_step_it_lacks_is_refused_before_any_work(tmp_path, capsys,
+                                                                                        monkeypatch):
+    """A task without ``test_step`` trained a whole fit with ``--test_after_fit`` and then failed; ``test`` said
+    "Lightning refuses this run's settings: No `test_step()` method defined ...; change the options it names"."""
+    monkeypatch.chdir(tmp_path)
+    assert run(["fit", *SCRATCH, "--run_dir", "fitted"]) == 0
+    capsys.readouterr()
+    ckpt = str(next((tmp_path / "fitted").rglob("*.ckpt")))
+    for argv, runs, instead in (
+            (["fit", *SCRATCH, "--test_after_fit", "true", "--run_dir", "refused"], "--test_after_fit",
+             " or drop --test_after_fit (the task configs set it true)"),
+            (["test", *SCRATCH, "--ckpt_path", ckpt], "test", "")):
+        assert run(argv) == 2
+        err = capsys.readouterr().err
+        assert error_lines(err) == [f"error: LastStateLogicTask has no test_step(self, batch, batch_idx), which {runs} "
+                                    f"runs; define it in the task{instead}."], err[-2000:]
+        assert "Epoch" not in err and "fit: started" not in err
+    assert not (tmp_path / "refused").exists()
+    assert run(["validate", *SCRATCH, "--ckpt_path", ckpt]) == 0  # the steps it has run

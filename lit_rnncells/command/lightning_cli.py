@@ -32,7 +32,7 @@ from .deprecated_names import regroup_init_args
 from .errors import raised_by_lightning
 from .monitor_check import MonitoredMetricsCheck
 from .start_checks import (check_accelerator, check_learning_rate_finder, check_not_barebones, check_optimizer,
-                           check_output_paths, check_predict_output, check_trainer_numbers,
+                           check_output_paths, check_predict_output, check_task_steps, check_trainer_numbers,
                            check_validation_for_scheduler, check_validation_interval, report_start)
 from . import run_folder as _run_folder
 from .slurm_tasks import agree_with_srun, global_rank
@@ -330,6 +330,9 @@ class LitRNNCellsCLI(LightningCLI):
 
     def instantiate_classes(self) -> None:
         super().instantiate_classes()
+        if self.subcommand:
+            check_task_steps(self.model, self.subcommand,
+                             bool(self.config.get(self.subcommand, {}).get("test_after_fit")))
         if self.subcommand == "fit" or self.run_folder is not None:  # before the run folder is made
             check_optimizer(self.model)
             check_learning_rate_finder(self.model, self.trainer)
