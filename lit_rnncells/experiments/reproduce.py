@@ -419,7 +419,8 @@ def figures_beside(block: str, results: Path, folder: Path, prefix: str) -> str:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    ap = OneLineParser(allow_abbrev=False, prog="python -m lit_rnncells.reproduce", description=__doc__.split("\n\n")[0])
+    ap = OneLineParser(allow_abbrev=False, prog="python -m lit_rnncells.reproduce",
+                       description=__doc__.split("\n\n")[0])
     ap.add_argument("paper", choices=sorted(PAPERS))
     ap.add_argument("--out", help="folder of the runs, one subfolder per experiment (default runs/reproduce, "
                                   "runs/reproduce-paper with --scale paper)")
