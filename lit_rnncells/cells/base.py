@@ -91,7 +91,7 @@ class RecurrentCell(nn.Module):
         A cell may use the guarantee to take work out of the loop (MuFuRU computes its state
         map's weight gradient for all steps in one matmul). :meth:`step` called outside such a
         block must still be exact on its own: while ``torch.compile`` traces a model around the
-        layer, the layer opens no block.
+        layer, or under a ``torch.func`` transform, the layer opens no block.
         """
         yield x_proj
 
