@@ -24,6 +24,8 @@ def test_plain_values_go_back_and_others_are_named() -> None:
         data = yaml.safe_load(fixed)
         assert data["trainer"]["callbacks"][0]["init_args"] == {"pruning_fn": "l1_unstructured", "amount": 0.5}
         assert lost == ["trainer.callbacks[1].init_args.fn"]
+    fixed, lost = repair_unserialized(yaml.safe_dump({"a": {"b": BROKEN}}), {"a": {}}, "yaml")  # no value to use
+    assert yaml.safe_load(fixed) == {"a": {"b": BROKEN}} and lost == ["a.b"]
     untouched = yaml.safe_dump({"a": 1})
     assert repair_unserialized(untouched, {"a": 1}, "yaml") == (untouched, [])
 

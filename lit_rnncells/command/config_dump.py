@@ -15,17 +15,19 @@ import yaml
 
 UNSERIALIZED = "Unable to serialize instance"
 _PLAIN = (str, int, float, bool, type(None))
+_MISSING = object()  # no value at that place in the config: nothing to put back
 
 
 def _repair(dumped: Any, raw: Any, path: str, lost: List[str]) -> Any:
     if isinstance(dumped, dict):
         raw = raw if isinstance(raw, dict) else {}
-        return {k: _repair(v, raw.get(k), f"{path}.{k}" if path else str(k), lost) for k, v in dumped.items()}
+        return {k: _repair(v, raw.get(k, _MISSING), f"{path}.{k}" if path else str(k), lost) for k, v in dumped.items()}
     if isinstance(dumped, list):
-        raw = raw if isinstance(raw, list) and len(raw) == len(dumped) else [None] * len(dumped)
+        raw = raw if isinstance(raw, list) and len(raw) == len(dumped) else [_MISSING] * len(dumped)
         return [_repair(v, r, f"{path}[{i}]", lost) for i, (v, r) in enumerate(zip(dumped, raw))]
     if isinstance(dumped, str) and dumped.startswith(UNSERIALIZED):
-        if isinstance(raw, _PLAIN) and not (isinstance(raw, str) and raw.startswith(UNSERIALIZED)):
+        if raw is not _MISSING and isinstance(raw, _PLAIN) and not (isinstance(raw, str)
+                                                                     and raw.startswith(UNSERIALIZED)):
             return raw
         lost.append(path)
     return dumped
