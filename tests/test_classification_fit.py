@@ -174,6 +174,16 @@ def test_predict_from_a_checkpoint_keeps_input_order(tmp_path, absa_config, monk
     for row in outputs[0]:
         label, prob = row.split("\t")
         assert label in ("negative", "neutral", "positive", "conflict") and 0.25 <= float(prob) <= 1.0
+    # in Python, from the checkpoint alone: its options, vocabulary and labels; no training file is read
+    monkeypatch.setenv("LIT_RNNCELLS_DATA", str(tmp_path / "no_data_here"))
+    src.write_text("\n".join(lines) + "\n")
+    data = AspectSentimentDataModule.load_from_checkpoint(ckpt, predict_file=str(src))
+    records = Trainer(logger=False, enable_progress_bar=False, enable_model_summary=False).predict(
+        AspectClassifier.load_from_checkpoint(ckpt), data)
+    assert [r["text"] for r in sorted((r for batch in records for r in batch), key=lambda r: r["index"])] \
+        == outputs[0]
+    with pytest.raises(ValueError, match="was trained with AspectSentimentDataModule, not DocumentSentimentDataModule"):
+        DocumentSentimentDataModule.load_from_checkpoint(ckpt)
 
 
 def script(name: str, monkeypatch: pytest.MonkeyPatch) -> Any:

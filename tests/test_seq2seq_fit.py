@@ -148,6 +148,11 @@ def test_predict_from_a_checkpoint_keeps_the_input_order(data_dir: Path, cache: 
     loaded = Seq2Seq.load_from_checkpoint(ckpt, decoding={"beam_size": 2})
     assert loaded.translate_lines(lines, batch_size=4) == outputs
     assert loaded.translate_lines(lines[:1]) == outputs[:1]
+    # or Lightning's predict, with the DataModule rebuilt from the checkpoint (no training file read)
+    data = TranslationDataModule.load_from_checkpoint(ckpt, predict_file=str(tmp_path / "in.de"),
+                                                      data_dir=str(tmp_path / "no_training_files_here"))
+    records = trainer(tmp_path).predict(loaded, data)
+    assert [r["text"] for r in sorted((r for batch in records for r in batch), key=lambda r: r["index"])] == outputs
     with pytest.raises(ValueError, match=r"lines\[1\] is empty"):
         loaded.translate_lines([lines[0], " "])
     with pytest.raises(RuntimeError, match="This model has no tokenizers: load it with Seq2Seq.load_from_checkpoint"):

@@ -97,3 +97,26 @@ def ignored_options_warning(datamodule: Any, checkpoint: Dict[str, Any], stage: 
         return ""
     return (f"{'; '.join(ignored)}: ignored, because {stage} takes the tokenizers / vocabulary from the checkpoint "
             "(the model's weights were trained on them); drop the option, or train a new model to change it.")
+
+
+class FromCheckpointMixin:
+    """``load_from_checkpoint`` for the DataModules that take their tokenizers or vocabulary from a checkpoint
+    (``checkpoint_path``): rebuilt with the options the checkpoint saved and ``checkpoint_path`` set to it, so no
+    training file is read, then ``kwargs`` (e.g. ``predict_file``). Lightning's own built the DataModule from those
+    options without the checkpoint, so it read the training data (from the hub, when the run had named no folder),
+    and its first parameter, also named ``checkpoint_path``, took our option's name. In Python::
+
+        data = DocumentSentimentDataModule.load_from_checkpoint(ckpt, predict_file="reviews.txt")
+        Trainer().predict(DocumentClassifier.load_from_checkpoint(ckpt), data)
+    """
+
+    @classmethod
+    def load_from_checkpoint(cls, checkpoint_path: str, map_location: Any = None, hparams_file: Any = None,
+                             **kwargs: Any) -> Any:
+        if hparams_file is not None:
+            raise ValueError(f"{cls.__name__}.load_from_checkpoint reads the options the checkpoint saved; give "
+                             "changed ones as keyword arguments instead of hparams_file.")
+        checkpoint = read_checkpoint(checkpoint_path)
+        datamodule_state(checkpoint_path, cls)  # one sentence when the checkpoint holds another DataModule's state
+        saved = {k: v for k, v in checkpoint.get("datamodule_hyper_parameters", {}).items() if not k.startswith("_")}
+        return cls(**{**saved, **kwargs, "checkpoint_path": str(checkpoint_path)})

@@ -17,7 +17,7 @@ from ..utils.arguments import check_positive
 from ..utils.paths import read_predict_lines
 from .batching import BucketedBatches, LengthBucketsMixin, ResumableBatchesMixin, batch_loader
 from .check import SplitCheckMixin
-from .checkpoint_state import datamodule_state
+from .checkpoint_state import FromCheckpointMixin, datamodule_state
 from .language_model import check_vocabulary
 from .text import UNK, Vocabulary, cached, default_cache_dir, is_hub_id, local_or_hub
 
@@ -83,7 +83,8 @@ def local_folder(data_dir: Optional[str]) -> Optional[Path]:
     return None if data_dir is None or is_hub_id(data_dir) else Path(data_dir).expanduser()
 
 
-class SentimentDataModule(SplitCheckMixin, ResumableBatchesMixin, LengthBucketsMixin, LightningDataModule):
+class SentimentDataModule(FromCheckpointMixin, SplitCheckMixin, ResumableBatchesMixin, LengthBucketsMixin,
+                          LightningDataModule):
     """What the sentiment DataModules share: vocabulary, labels, checkpoint state, loaders."""
 
     FROM_CHECKPOINT = ("max_vocab_size", "min_frequency")

@@ -52,7 +52,7 @@ from ..utils.paths import check_no_blank_lines, predict_input_name, read_predict
 from . import duc
 from .check import SplitCheckMixin
 from .batching import BucketedBatches, LengthBucketsMixin, ResumableBatchesMixin, batch_loader, pad_batch
-from .checkpoint_state import datamodule_state
+from .checkpoint_state import FromCheckpointMixin, datamodule_state
 from .known import translation_datasets
 from .parallel_text import (MOSES_LANGUAGE, Lines, _local_only, canonical_unk, check_parallel,
                             default_data_dir, default_pretokenized, direction, missing_local,
@@ -69,7 +69,8 @@ SPLITS = ("train", "valid", "test")
 CACHE_VERSION = 2
 
 
-class TranslationDataModule(SplitCheckMixin, ResumableBatchesMixin, LengthBucketsMixin, LightningDataModule):
+class TranslationDataModule(FromCheckpointMixin, SplitCheckMixin, ResumableBatchesMixin, LengthBucketsMixin,
+                            LightningDataModule):
     """A parallel corpus as length-bucketed subword batches, from a local folder or the hub.
 
     Args:
