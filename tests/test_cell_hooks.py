@@ -89,3 +89,23 @@ def test_other_pre_hooks_of_a_cell_are_not_run_without_an_input() -> None:
     layer.cell().register_forward_pre_hook(lambda module, args: calls.append(args[0]))
     layer(torch.randn(5, 2, 4))
     assert calls == []
+
+
+def test_hooked_weights_with_cuda_graphs_are_refused_by_name() -> None:
+    """A captured CUDA graph reads the tensors it was captured with; a pruned weight is a new tensor each call."""
+    from dataclasses import replace
+
+    from lit_rnncells.nn.backend import resolve
+    from lit_rnncells.nn.recurrent import check_hooked_weights_not_graphed, refresh_hooked_weights
+
+    layer = Recurrent("GRU", 4, 8)
+    assert refresh_hooked_weights(layer.cells) is False
+    prune.random_unstructured(layer.cell(), "weight_hh", amount=0.5)
+    assert refresh_hooked_weights(layer.cells) is True
+    loop = resolve(type(layer.cell()), "loop", "cpu")
+    graphs = replace(loop, backend="graphs", step="graphs")  # as resolved on CUDA
+    check_hooked_weights_not_graphed(True, [loop])
+    check_hooked_weights_not_graphed(False, [graphs])
+    with pytest.raises(ValueError, match="recomputed by a pruning or weight-norm hook at each call, which a captured "
+                                         "CUDA graph cannot follow; run it with backend 'compiled' or 'loop'"):
+        check_hooked_weights_not_graphed(True, [loop, graphs])

@@ -181,3 +181,14 @@ def test_decoding_steps_replayed_as_graphs_give_the_loops_hypotheses(cell: str, 
         for beam in (1, 3):
             _same_hypotheses(loop.translate(src, lengths, _config(beam)), graphed.translate(src, lengths, _config(beam)))
     assert graphed.decodable().graph_count() == 2  # the batch's rows (greedy, beam's first step), then 3x them
+
+
+def test_a_pruned_cell_under_graphs_is_refused_before_any_capture() -> None:
+    """A pruned weight is a new tensor each call; a captured graph would replay the one it was captured with."""
+    from torch.nn.utils import prune
+
+    layer = Recurrent("CARU", INPUT, HIDDEN, batch_first=True, backend="graphs").cuda()
+    prune.l1_unstructured(layer.cell(), "weight_hh", amount=0.5)
+    with pytest.raises(ValueError, match="which a captured CUDA graph cannot follow"):
+        layer(torch.randn(2, 5, INPUT, device="cuda"))
+    assert graphs.graph_stats()["graphs"] == 0

@@ -44,18 +44,31 @@ WEIGHT_HOOKS = (BasePruningMethod, WeightNorm, SpectralNorm)
 (Lightning's ``ModelPruning``) and the hook-based ``weight_norm`` / ``spectral_norm``."""
 
 
-def refresh_hooked_weights(cells: Iterable[nn.Module]) -> None:
+def refresh_hooked_weights(cells: Iterable[nn.Module]) -> bool:
     """Run the :data:`WEIGHT_HOOKS` of every module of ``cells``, as calling the module runs them before its
     ``forward``. A layer steps its cells through ``project_input`` and ``step`` and reads their blocks' weights
     as attributes, calling neither, so these hooks never ran: the weight they manage, computed once, went stale
     (its graph freed by the first backward: "Trying to backward through the graph a second time"; a changed mask
     never reached the loop). Called once per layer call. Other pre-hooks are left alone: a cell is never called,
-    so there is no input to hand them."""
+    so there is no input to hand them. Returns whether any such hook ran."""
+    ran = False
     for cell in cells:
         for module in cell.modules():
             for hook in list(module._forward_pre_hooks.values()):
                 if isinstance(hook, WEIGHT_HOOKS):
                     hook(module, ())
+                    ran = True
+    return ran
+
+
+def check_hooked_weights_not_graphed(hooked: bool, plans: Sequence[Plan]) -> None:
+    """A weight recomputed by a hook is a new tensor at each call, while a captured CUDA graph reads the tensors
+    it was captured with: refuse the two together, before any capture, rather than replay stale weights."""
+    if hooked and any(plan.step == "graphs" for plan in plans):
+        raise ValueError("A cell's weight is recomputed by a pruning or weight-norm hook at each call, which a "
+                         "captured CUDA graph cannot follow; run it with backend 'compiled' or 'loop' "
+                         "(--model.init_args.backend compiled), or make the pruning permanent first "
+                         "(torch.nn.utils.prune.remove).")
 
 
 def run_cell(cell: RecurrentCell, x: Tensor, state: State, mask: Optional[Tensor] = None,
@@ -445,7 +458,7 @@ class Recurrent(nn.Module):
         if x.dim() != 3 or x.shape[-1] != self.input_size:
             self._shape_error(x)
         check_input_dtype(x, self)
-        refresh_hooked_weights(self.cells)
+        hooked = refresh_hooked_weights(self.cells)
         if self.batch_first:
             x = x.transpose(0, 1)
         steps, batch = x.shape[0], x.shape[1]
@@ -464,6 +477,7 @@ class Recurrent(nn.Module):
         else:
             states = self._unstack(state, batch)
         plans = self.plans(x.device.type)
+        check_hooked_weights_not_graphed(hooked, plans)
         rev_index = None
         if self.bidirectional and lengths is not None and mask is not None:
             rev_index = _reverse_index(lengths, steps)

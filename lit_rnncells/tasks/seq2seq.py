@@ -49,7 +49,8 @@ from ..cells.base import RecurrentCell, State
 from ..nn.attention import Attention
 from ..nn.beam_search import select_batch
 from ..nn.backend import Plan, resolve
-from ..nn.recurrent import Recurrent, map_state, refresh_hooked_weights, step_cell
+from ..nn.recurrent import (Recurrent, check_hooked_weights_not_graphed, map_state, refresh_hooked_weights,
+                            step_cell)
 from .base import CellSpec, RecurrentTask, cell_config, resolve_cell
 from .seq2seq_eval import Seq2SeqEvaluation, saved_tokenizers
 from .seq2seq_options import (DECODING_OPTIONS, DEPRECATED_NAMES, DecodingConfig, SideConfig, Sizes,
@@ -310,7 +311,8 @@ class Seq2Seq(Seq2SeqEvaluation, RecurrentTask):
         """Each decoder layer's state from the bridge (or zero), and a zero fed-back vector (zero-width without
         attention)."""
         batch, dtype, device = enc.memory.shape[0], enc.memory.dtype, enc.memory.device
-        refresh_hooked_weights(self.decoder_cells)  # once per decoded batch, as the encoder's layer does per call
+        hooked = refresh_hooked_weights(self.decoder_cells)  # once per decoded batch, as the encoder does per call
+        check_hooked_weights_not_graphed(hooked, self._decoder_plans(device.type))
         layers = []
         for layer, (c, maps) in enumerate(zip(self.decoder_cells, self.bridges)):
             state = c.initial_state(batch, device=device, dtype=dtype)
