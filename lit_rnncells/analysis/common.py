@@ -2,14 +2,13 @@
 from __future__ import annotations
 
 import argparse
-import inspect
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from lightning.pytorch import LightningModule
 
-from ..data.checkpoint_state import read_checkpoint
+from ..data.checkpoint_state import read_checkpoint, rebuilt_datamodule
 from ..utils.imports import import_object, import_problem
 from ..utils.paths import check_output_file
 
@@ -95,13 +94,9 @@ def checkpoint_datamodule(path: str, checkpoint: Dict[str, Any], data_dir: Optio
     if expected is not None and not (isinstance(cls, type) and issubclass(cls, expected)):
         fix = fix or f"pass a checkpoint of a task that reads {expected.__name__}."
         raise ValueError(f"{path!r} was trained with {name}, not {expected.__name__}; {fix}")
-    accepted = inspect.signature(cls.__init__).parameters
-    options = {k: v for k, v in saved.items() if k in accepted and k != "self"}
-    if "checkpoint_path" in accepted:
-        options["checkpoint_path"] = path
     if data_dir is not None:
-        options["data_dir"] = data_dir
-    return cls(**{**options, **overrides})
+        overrides = {"data_dir": data_dir, **overrides}
+    return rebuilt_datamodule(cls, path, checkpoint, **overrides)
 
 
 def figure_output(output: str | Path, option: str = "--output") -> Path:

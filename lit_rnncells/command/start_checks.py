@@ -79,15 +79,14 @@ def check_learning_rate_finder(model: LightningModule, trainer: Trainer) -> None
                          "lit_rnncells.compare --vary model.init_args.optimizer.init_args.lr=0.001,0.003.")
 
 
-_STEPS = {"fit": ("training_step", "fit"), "validate": ("validation_step", "validate"),
-          "test": ("test_step", "test")}
+_STEPS = {"fit": "training_step", "validate": "validation_step", "test": "test_step"}
 
 
 def check_task_steps(model: LightningModule, subcommand: Optional[str], tests_after: bool = False) -> None:
     """The task defines the step its subcommand runs: a task of the user's own without ``test_step`` trained a
     whole fit with ``--test_after_fit`` (which the task configs set) and then failed, and ``test`` said
     "Lightning refuses this run's settings: No `test_step()` method defined ...; change the options it names"."""
-    wanted = [_STEPS[subcommand]] if subcommand in _STEPS else []
+    wanted = [(_STEPS[subcommand], subcommand)] if subcommand in _STEPS else []
     if subcommand == "fit" and tests_after:
         wanted.append(("test_step", "--test_after_fit"))
     for step, runs in wanted:

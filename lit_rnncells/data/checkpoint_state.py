@@ -2,6 +2,7 @@
 tokenizers, vocabulary and labels from the checkpoint alone."""
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
@@ -27,7 +28,11 @@ def read_checkpoint(path: str) -> Dict[str, Any]:
 
 def datamodule_state(checkpoint_path: str, datamodule_cls: type) -> Dict[str, Any]:
     """The ``state_dict()`` a DataModule of ``datamodule_cls`` saved in the checkpoint."""
-    checkpoint = read_checkpoint(checkpoint_path)
+    return saved_state(read_checkpoint(checkpoint_path), checkpoint_path, datamodule_cls)
+
+
+def saved_state(checkpoint: Mapping[str, Any], checkpoint_path: str, datamodule_cls: type) -> Dict[str, Any]:
+    """:func:`datamodule_state` of a checkpoint already read."""
     key = datamodule_cls.__qualname__
     if key not in checkpoint:
         saved = sorted(k for k in checkpoint if isinstance(k, str) and k.endswith("DataModule"))
@@ -117,6 +122,16 @@ class FromCheckpointMixin:
             raise ValueError(f"{cls.__name__}.load_from_checkpoint reads the options the checkpoint saved; give "
                              "changed ones as keyword arguments instead of hparams_file.")
         checkpoint = read_checkpoint(checkpoint_path)
-        datamodule_state(checkpoint_path, cls)  # one sentence when the checkpoint holds another DataModule's state
-        saved = {k: v for k, v in checkpoint.get("datamodule_hyper_parameters", {}).items() if not k.startswith("_")}
-        return cls(**{**saved, **kwargs, "checkpoint_path": str(checkpoint_path)})
+        saved_state(checkpoint, checkpoint_path, cls)  # one sentence when it holds another DataModule's state
+        return rebuilt_datamodule(cls, str(checkpoint_path), checkpoint, **kwargs)
+
+
+def rebuilt_datamodule(cls: type, checkpoint_path: str, checkpoint: Mapping[str, Any], **overrides: Any) -> Any:
+    """``cls`` built with the options a checkpoint saved (those its ``__init__`` takes), ``checkpoint_path`` set to
+    the checkpoint where it takes one (its vocabulary or tokenizers, no training file read), then ``overrides``."""
+    accepted = inspect.signature(cls.__init__).parameters
+    saved = checkpoint.get("datamodule_hyper_parameters") or {}
+    options = {k: v for k, v in saved.items() if k in accepted and k != "self"}
+    if "checkpoint_path" in accepted:
+        options["checkpoint_path"] = checkpoint_path
+    return cls(**{**options, **overrides})
